@@ -1,0 +1,49 @@
+# polyvox: `make serve` starts the server, `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# On machines without CUDA take the CPU build of torch first (a bare `torch` may pull a multi-GB CUDA build).
+TORCH_CPU := torch==2.13.0
+
+.PHONY: serve test lint format install install-test clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(VENV)/.torch: $(VENV)/bin/python
+	@if command -v nvidia-smi >/dev/null 2>&1; then $(PIP) install -q "torch>=2.5"; \
+	else $(PIP) install -q $(TORCH_CPU); fi
+	@touch $@
+
+$(VENV)/.installed: $(VENV)/.torch pyproject.toml
+	$(PIP) install -q -e ".[embedded,text]"
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PIP) install -q -e ".[embedded,text,test]"
+	# The official VoxCPM2 implementation, for parity tests only; its heavy extras are not needed.
+	$(PIP) install -q --no-deps voxcpm==2.0.3
+	@touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+serve: $(VENV)/.installed
+	$(VENV)/bin/polyvox serve
+
+test: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check src tests bench
+	$(PY) -m pytest -q
+
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+format: $(VENV)/.installed-test
+	$(VENV)/bin/ruff format src tests bench
+	$(VENV)/bin/ruff check --fix src tests bench
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info

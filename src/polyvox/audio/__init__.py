@@ -1,0 +1,1 @@
+"""Audio out and in: PyAV encode/decode, resampling, time-stretch."""

@@ -1,0 +1,1 @@
+"""Continuous batching for VoxCPM2: sequences, KV blocks, scheduler, model runner, engine loop."""

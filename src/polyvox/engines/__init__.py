@@ -1,0 +1,1 @@
+"""Synthesis engines behind one contract: the embedded voice and VoxCPM2."""

@@ -1,0 +1,1 @@
+"""Model implementations (PyTorch modules, configs, tokenizers, checkpoint loaders)."""

@@ -1,0 +1,1 @@
+"""HTTP layer: OpenAI protocol models, routes, streaming, admission control and metrics."""

@@ -1,0 +1,109 @@
+"""Configuration: one settings object read from flags, `POLYVOX_*` variables, a config file and defaults.
+
+Precedence, highest first: explicit values (CLI flags), environment variables, the config file
+named by `POLYVOX_CONFIG` (TOML or JSON), then the defaults below. A few settings also answer to
+the names users of the seed system (uttera-tts-vllm) already have in their `.env` files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+
+def _alias(name: str, *legacy: str) -> AliasChoices:
+    return AliasChoices(name, f"POLYVOX_{name.upper()}", *legacy)
+
+
+class ConfigFileSource(PydanticBaseSettingsSource):
+    """Values from the TOML or JSON file named by `POLYVOX_CONFIG` (absent: nothing)."""
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - not used by __call__
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = os.environ.get("POLYVOX_CONFIG")
+        if not path:
+            return {}
+        text = Path(path).read_text(encoding="utf-8")
+        data = json.loads(text) if path.endswith(".json") else tomllib.loads(text)
+        return {k: v for k, v in data.items() if k in self.settings_cls.model_fields}
+
+
+class Settings(BaseSettings):
+    """Every polyvox setting, with its default. The README's configuration table mirrors this class."""
+
+    model_config = SettingsConfigDict(env_prefix="POLYVOX_", populate_by_name=True, extra="ignore")
+
+    # network
+    host: str = Field("127.0.0.1", description="Address to listen on.")
+    port: int = Field(8000, ge=0, le=65535, description="TCP port to listen on.")
+
+    # model selection
+    model: str | None = Field(
+        None, description="VoxCPM2 checkpoint directory or Hugging Face repo id; unset serves the embedded voice."
+    )
+    random_weights: Literal["tiny", "full"] | None = Field(
+        None, description="Serve VoxCPM2 with random weights of this size (tests and benchmarks)."
+    )
+    device: str = Field("auto", description="Torch device for VoxCPM2: auto, cpu, cuda, cuda:N.")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        "auto", description="VoxCPM2 weight dtype; auto is bfloat16 on CUDA and float32 on CPU."
+    )
+
+    # request limits and admission control
+    max_input_chars: int = Field(4096, ge=1, description="Longest accepted `input`, in characters.")
+    max_concurrent_requests: int = Field(
+        64, ge=1, description="Syntheses running at once; more wait in the queue."
+    )
+    max_queue: int = Field(256, ge=0, description="Requests allowed to wait; past it the server answers 429.")
+    request_timeout_s: float = Field(300.0, gt=0, description="Deadline for one request, in seconds.")
+
+    # VoxCPM2 generation defaults
+    cfg_value: float = Field(2.0, ge=0.5, le=5.0, description="Default classifier-free guidance value.")
+    inference_timesteps: int = Field(
+        10,
+        ge=1,
+        le=100,
+        validation_alias=_alias("inference_timesteps", "VOXCPM_INFERENCE_TIMESTEPS"),
+        description="Default CFM solver steps (alias VOXCPM_INFERENCE_TIMESTEPS).",
+    )
+
+    # continuous batching engine
+    gpu_memory_utilization: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        validation_alias=_alias("gpu_memory_utilization", "VLLM_GPU_MEM_UTIL"),
+        description="Share of GPU memory the engine may use (alias VLLM_GPU_MEM_UTIL).",
+    )
+    max_num_seqs: int = Field(
+        256,
+        ge=1,
+        validation_alias=_alias("max_num_seqs", "VLLM_MAX_NUM_SEQS"),
+        description="Most requests decoded in one step (alias VLLM_MAX_NUM_SEQS).",
+    )
+    max_num_batched_tokens: int = Field(
+        8192,
+        ge=16,
+        validation_alias=_alias("max_num_batched_tokens", "VLLM_MAX_NUM_BATCHED_TOKENS"),
+        description="Token budget of one step's prefill (alias VLLM_MAX_NUM_BATCHED_TOKENS).",
+    )
+    kv_block_size: int = Field(16, ge=1, description="Tokens per KV-cache block.")
+    num_kv_blocks: int | None = Field(
+        None, ge=1, description="Explicit KV-cache size in blocks; unset sizes it from memory."
+    )
+
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+    ):
+        return init_settings, env_settings, dotenv_settings, ConfigFileSource(settings_cls), file_secret_settings

@@ -1,0 +1,1 @@
+"""Request shaping for text: normalisation, sentence splitting, lexicon."""

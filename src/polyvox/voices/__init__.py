@@ -1,0 +1,1 @@
+"""Voice prompts: builtin, registered, uploaded and ad-hoc voices."""
