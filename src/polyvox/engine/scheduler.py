@@ -1,0 +1,108 @@
+"""Which sequences compute which positions in the next step, under the token, sequence and KV budgets.
+
+Policy: running sequences first, oldest first, each advancing one position (or continuing a chunked
+prefill); then waiting sequences are admitted strictly in arrival order (no skipping, so nothing
+starves) while the token budget, `max_num_seqs` and free KV blocks allow. Prefill chunks share a step
+with the running sequences' decode positions: a VoxCPM2 step is dominated by the per-patch LocDiT
+solve, so a new request's prompt costs little next to it, and its first patch comes out of the same
+step instead of waiting for a separate prefill step. Long prompts are chunked by the token budget so
+one clone reference cannot stall every stream. When KV blocks run out, the newest running sequence is
+preempted (its blocks freed; it is re-prefilled later from its prompt plus its generated patches).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from polyvox.engine.block_manager import BlockManager
+from polyvox.engine.config import EngineConfig
+from polyvox.engine.sequence import Sequence, SequenceStatus
+
+
+@dataclass(slots=True)
+class ScheduledChunk:
+    """KV positions `start..end` of `seq` to compute this step."""
+
+    seq: Sequence
+    start: int
+    end: int
+
+    @property
+    def completes(self) -> bool:
+        return self.end == self.seq.num_tokens
+
+    @property
+    def is_decode(self) -> bool:
+        """A single generated patch fed back (the LMs' one-token `advance`)."""
+        return self.end - self.start == 1 and self.start >= self.seq.num_prompt_tokens
+
+
+class Scheduler:
+    def __init__(self, config: EngineConfig, block_manager: BlockManager):
+        self.max_num_seqs = config.max_num_seqs
+        self.max_num_batched_tokens = config.max_num_batched_tokens
+        self.block_manager = block_manager
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self.num_preemptions = 0
+
+    def add(self, seq: Sequence) -> None:
+        need = self.block_manager.blocks_for(seq.num_prompt_tokens + seq.params.max_len)
+        if need > self.block_manager.num_blocks:
+            raise ValueError(
+                f"request needs {need} KV blocks at full length; the pool has {self.block_manager.num_blocks}"
+            )
+        seq.status = SequenceStatus.WAITING
+        self.waiting.append(seq)
+
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def schedule(self) -> list[ScheduledChunk]:
+        budget = self.max_num_batched_tokens
+        chunks: list[ScheduledChunk] = []
+        preempted = False
+        i = 0
+        while i < len(self.running) and budget > 0:
+            seq = self.running[i]
+            end = seq.num_computed + min(seq.num_tokens - seq.num_computed, budget)
+            while not self.block_manager.ensure_capacity(seq, end):
+                self._preempt(self.running.pop())
+                preempted = True
+                if i == len(self.running):
+                    break
+            else:
+                chunks.append(ScheduledChunk(seq, seq.num_computed, end))
+                budget -= end - seq.num_computed
+                i += 1
+        while not preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+            seq = self.waiting[0]
+            if not self.block_manager.can_allocate(seq):
+                break
+            self.waiting.popleft()
+            self.block_manager.allocate(seq)
+            seq.status = SequenceStatus.RUNNING
+            self.running.append(seq)
+            end = seq.num_computed + min(seq.num_tokens - seq.num_computed, budget)
+            chunks.append(ScheduledChunk(seq, seq.num_computed, end))
+            budget -= end - seq.num_computed
+        return chunks
+
+    def finish(self, seq: Sequence, reason: str) -> None:
+        """Drop a sequence for good (stopped, reached max length, or cancelled); its blocks free at once."""
+        if seq.status is SequenceStatus.FINISHED:
+            return
+        if seq.status is SequenceStatus.RUNNING:
+            self.running.remove(seq)
+        else:
+            self.waiting.remove(seq)
+        self.block_manager.free(seq)
+        seq.status = SequenceStatus.FINISHED
+        seq.finish_reason = reason
+
+    def _preempt(self, seq: Sequence) -> None:
+        self.block_manager.free(seq)
+        seq.reset_for_recompute()
+        self.waiting.appendleft(seq)
+        self.num_preemptions += 1

@@ -1,0 +1,135 @@
+"""One request inside the engine: its prompt, generated patches, KV block table and sampling state."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import random
+from dataclasses import dataclass
+from enum import Enum, auto
+from typing import Any, Protocol
+
+import torch
+
+
+class PromptLike(Protocol):
+    """What the engine reads of a built prompt (models/voxcpm2/prompt.py's `Prompt`)."""
+
+    tokens: torch.Tensor  # Long[T]
+    text_mask: torch.Tensor  # [T]
+    audio_mask: torch.Tensor  # [T]
+    feats: torch.Tensor  # [T, P, D]
+
+
+class SequenceStatus(Enum):
+    WAITING = auto()
+    RUNNING = auto()
+    FINISHED = auto()
+
+
+@dataclass(slots=True)
+class SamplingParams:
+    """Per-request generation settings; `min_len`/`max_len` count patches (160 ms each)."""
+
+    cfg_value: float = 2.0
+    inference_timesteps: int = 10
+    temperature: float = 1.0
+    seed: int | None = None
+    min_len: int = 2
+    max_len: int = 2000
+
+    def __post_init__(self) -> None:
+        if self.max_len < 1:
+            raise ValueError("max_len must be at least 1")
+        if self.inference_timesteps < 1:
+            raise ValueError("inference_timesteps must be at least 1")
+
+
+class Sequence:
+    """A request's whole engine-side state.
+
+    Positions `0..num_prompt_tokens` are the prompt; position `num_prompt_tokens + k` is generated
+    patch `k` fed back into the LMs. `num_computed` positions have KV in the cache; when
+    `num_computed == num_tokens` the sequence's hidden states are ready for its next patch.
+    """
+
+    _ids = itertools.count()
+
+    def __init__(self, prompt: PromptLike, params: SamplingParams, block_size: int, request_id: str = ""):
+        self.seq_id = next(Sequence._ids)
+        self.request_id = request_id or str(self.seq_id)
+        self.status = SequenceStatus.WAITING
+        self.params = params
+        self.block_size = block_size
+        self.tokens = prompt.tokens.detach().to("cpu", torch.long).reshape(-1)
+        self.text_mask = prompt.text_mask.detach().to("cpu", torch.float32).reshape(-1)
+        self.audio_mask = prompt.audio_mask.detach().to("cpu", torch.float32).reshape(-1)
+        self.feats = prompt.feats.detach().to("cpu", torch.float32)
+        self.num_prompt_tokens = int(self.tokens.numel())
+        if self.num_prompt_tokens == 0:
+            raise ValueError("empty prompt")
+        self.patches: list[torch.Tensor] = []
+        self.num_computed = 0
+        self.num_cached = 0
+        self.block_table: list[int] = []
+        self.num_hashed_blocks = 0
+        self.block_hashes = self._prompt_block_hashes()
+        self.seed = params.seed if params.seed is not None else random.randrange(2**63)
+        self.generator = torch.Generator().manual_seed(self.seed)
+        self.lm_hidden: torch.Tensor | None = None
+        self.residual_hidden: torch.Tensor | None = None
+        self.vae_state: Any = None
+        self.num_preemptions = 0
+        self.finish_reason: str | None = None
+
+    @property
+    def num_tokens(self) -> int:
+        return self.num_prompt_tokens + len(self.patches)
+
+    @property
+    def num_blocks(self) -> int:
+        return (self.num_tokens + self.block_size - 1) // self.block_size
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status is SequenceStatus.FINISHED
+
+    @property
+    def prev_patch(self) -> torch.Tensor:
+        """The DiT's conditioning patch: the last generated one, else the prompt's last position."""
+        return self.patches[-1] if self.patches else self.feats[-1]
+
+    def next_noise(self, feat_dim: int, patch_size: int) -> torch.Tensor:
+        """The next initial CFM noise `[1, D, P]`, drawn in order from this request's own generator."""
+        return torch.randn((1, feat_dim, patch_size), generator=self.generator)
+
+    def _prompt_block_hashes(self) -> list[bytes]:
+        """Hash chain over the prompt's full blocks: token ids, masks and audio-feature bytes."""
+        hashes, prev = [], b""
+        bs = self.block_size
+        for start in range(0, self.num_prompt_tokens - bs + 1, bs):
+            h = hashlib.blake2b(prev, digest_size=16)
+            h.update(self.tokens[start : start + bs].numpy().tobytes())
+            h.update(self.text_mask[start : start + bs].numpy().tobytes())
+            h.update(self.audio_mask[start : start + bs].numpy().tobytes())
+            h.update(self.feats[start : start + bs].contiguous().numpy().tobytes())
+            prev = h.digest()
+            hashes.append(prev)
+        return hashes
+
+    def reset_for_recompute(self) -> None:
+        """Forget the KV (preempted): the prompt and generated patches will be prefilled again."""
+        self.block_table = []
+        self.num_computed = 0
+        self.num_cached = 0
+        self.num_hashed_blocks = 0
+        self.lm_hidden = None
+        self.residual_hidden = None
+        self.status = SequenceStatus.WAITING
+        self.num_preemptions += 1
+
+    def __repr__(self) -> str:
+        return (
+            f"Sequence(id={self.seq_id}, status={self.status.name}, tokens={self.num_tokens}, "
+            f"computed={self.num_computed}, patches={len(self.patches)})"
+        )

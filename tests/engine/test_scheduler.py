@@ -1,0 +1,196 @@
+"""Scheduler and block manager: budgets, prefix caching, preemption, cancellation, block accounting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from polyvox.engine.block_manager import BlockManager
+from polyvox.engine.config import EngineConfig
+from polyvox.engine.scheduler import Scheduler
+from polyvox.engine.sequence import SamplingParams, Sequence, SequenceStatus
+
+P, D = 4, 8
+
+
+@dataclass
+class Prompt:
+    tokens: torch.Tensor
+    text_mask: torch.Tensor
+    audio_mask: torch.Tensor
+    feats: torch.Tensor
+
+
+def prompt(n_text: int, ref: torch.Tensor | None = None, offset: int = 0) -> Prompt:
+    tokens = torch.arange(10 + offset, 10 + offset + n_text)
+    feats = torch.zeros(n_text, P, D)
+    text_mask, audio_mask = torch.ones(n_text), torch.zeros(n_text)
+    if ref is not None:
+        tokens = torch.cat([torch.zeros(len(ref), dtype=torch.long), tokens])
+        feats = torch.cat([ref, feats])
+        text_mask = torch.cat([torch.zeros(len(ref)), text_mask])
+        audio_mask = torch.cat([torch.ones(len(ref)), audio_mask])
+    return Prompt(tokens, text_mask, audio_mask, feats)
+
+
+def seq(n_text: int = 10, max_len: int = 8, block_size: int = 4, **kw) -> Sequence:
+    return Sequence(prompt(n_text, **kw), SamplingParams(max_len=max_len, seed=0), block_size)
+
+
+def make(num_blocks=64, block_size=4, max_num_seqs=8, max_tokens=64, caching=True):
+    cfg = EngineConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_tokens, kv_block_size=block_size)
+    bm = BlockManager(num_blocks, block_size, caching)
+    return Scheduler(cfg, bm), bm
+
+
+def run_step(sched: Scheduler, stop_after: int | None = None):
+    """Pretend the model ran: mark positions computed, emit a patch for each ready sequence."""
+    chunks = sched.schedule()
+    for c in chunks:
+        c.seq.num_computed = c.end
+        sched.block_manager.commit(c.seq)
+    for c in chunks:
+        if c.completes:
+            c.seq.patches.append(torch.full((P, D), float(len(c.seq.patches))))
+            if len(c.seq.patches) >= (stop_after or c.seq.params.max_len):
+                sched.finish(c.seq, "length")
+    return chunks
+
+
+def test_prefill_is_chunked_by_token_budget_and_decodes_one_position_per_step():
+    sched, bm = make(max_tokens=8)
+    s = seq(n_text=20)
+    sched.add(s)
+    spans = [[(c.start, c.end) for c in run_step(sched)] for _ in range(5)]
+    assert spans == [[(0, 8)], [(8, 16)], [(16, 20)], [(20, 21)], [(21, 22)]]
+    assert len(s.patches) == 3
+
+
+def test_max_num_seqs_caps_the_running_set_and_waiting_are_admitted_in_order():
+    sched, _ = make(max_num_seqs=2)
+    seqs = [seq() for _ in range(4)]
+    for s in seqs:
+        sched.add(s)
+    run_step(sched)
+    assert sched.running == seqs[:2]
+    assert list(sched.waiting) == seqs[2:]
+    while sched.has_work():
+        run_step(sched)
+    assert all(len(s.patches) == 8 for s in seqs)
+
+
+def test_all_blocks_return_to_the_pool_after_requests_finish_or_are_cancelled():
+    sched, bm = make()
+    seqs = [seq(n_text=5 + i) for i in range(6)]
+    for s in seqs:
+        sched.add(s)
+    run_step(sched)
+    run_step(sched)
+    sched.finish(seqs[0], "cancelled")
+    assert seqs[0].block_table == [] and seqs[0].status is SequenceStatus.FINISHED
+    sched.finish(seqs[5], "cancelled")
+    while sched.has_work():
+        run_step(sched)
+    assert bm.num_free == bm.num_blocks
+
+
+def test_cancelling_a_request_frees_its_blocks_at_once():
+    sched, bm = make()
+    s = seq(n_text=17)
+    sched.add(s)
+    run_step(sched)
+    used = bm.num_used
+    assert used == 5
+    sched.finish(s, "cancelled")
+    assert bm.num_used == 0
+
+
+def test_shared_voice_prompt_reuses_cached_blocks():
+    sched, bm = make()
+    ref = torch.randn(12, P, D)
+    a = seq(n_text=6, ref=ref)
+    sched.add(a)
+    run_step(sched)
+    b = seq(n_text=6, ref=ref, offset=50)
+    sched.add(b)
+    chunks = run_step(sched)
+    (cb,) = [c for c in chunks if c.seq is b]
+    assert cb.start == 12  # the three reference-audio blocks came from the cache
+    assert b.block_table[:3] == a.block_table[:3]
+    assert bm.prefix_hits == 3
+
+
+def test_different_reference_audio_with_the_same_tokens_is_not_a_cache_hit():
+    sched, bm = make()
+    a = seq(n_text=6, ref=torch.randn(12, P, D))
+    sched.add(a)
+    run_step(sched)
+    b = seq(n_text=6, ref=torch.randn(12, P, D))
+    sched.add(b)
+    chunks = run_step(sched)
+    assert [c.start for c in chunks if c.seq is b] == [0]
+    assert bm.prefix_hits == 0
+
+
+def test_freed_prefix_blocks_stay_cached_until_reused():
+    sched, bm = make()
+    ref = torch.randn(8, P, D)
+    a = seq(n_text=3, ref=ref, max_len=2)
+    sched.add(a)
+    while sched.has_work():
+        run_step(sched)
+    assert bm.num_free == bm.num_blocks
+    b = seq(n_text=3, ref=ref, max_len=2, offset=9)
+    sched.add(b)
+    chunks = run_step(sched)
+    assert chunks[0].start == 8
+
+
+def test_a_fully_cached_prompt_still_computes_its_last_position():
+    sched, bm = make()
+    a = seq(n_text=8)
+    sched.add(a)
+    run_step(sched)
+    b = seq(n_text=8)
+    sched.add(b)
+    chunks = run_step(sched)
+    assert [(c.start, c.end) for c in chunks if c.seq is b] == [(4, 8)]
+
+
+def test_kv_pressure_preempts_the_newest_and_it_resumes_with_its_patches():
+    sched, bm = make(num_blocks=8, max_tokens=64)
+    old, new = seq(n_text=9, max_len=9), seq(n_text=9, max_len=9, offset=40)
+    sched.add(old)
+    sched.add(new)
+    while sched.has_work():
+        run_step(sched)
+        assert bm.num_used == sum(len(s.block_table) for s in sched.running)
+    assert sched.num_preemptions >= 1
+    assert new.num_preemptions >= 1 and old.num_preemptions == 0
+    # the resumed sequence kept its generated patches and went on from there
+    assert [float(p[0, 0]) for p in new.patches] == [float(i) for i in range(9)]
+    assert bm.num_free == bm.num_blocks
+
+
+def test_a_request_that_can_never_fit_the_pool_is_refused():
+    sched, _ = make(num_blocks=4)
+    with pytest.raises(ValueError):
+        sched.add(seq(n_text=10, max_len=20))
+
+
+def test_waiting_head_is_not_overtaken_by_smaller_requests():
+    sched, bm = make(num_blocks=10, max_num_seqs=8)
+    big = seq(n_text=20, max_len=10)
+    sched.add(big)
+    run_step(sched)
+    blocker = seq(n_text=24, max_len=2, offset=100)  # needs 6 blocks, 5 are free
+    small = seq(n_text=2, max_len=2, offset=200)  # would fit now
+    sched.add(blocker)
+    sched.add(small)
+    run_step(sched)
+    assert blocker.status is SequenceStatus.WAITING and small.status is SequenceStatus.WAITING
+    while sched.has_work():
+        run_step(sched)
+    assert len(big.patches) == 10 and len(blocker.patches) == 2 and len(small.patches) == 2
