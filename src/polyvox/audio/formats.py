@@ -1,0 +1,98 @@
+"""The response formats of OpenAI's /v1/audio/speech: codec, container, MIME type and sample rates.
+
+Every format is mono and defaults to 24 kHz, as OpenAI's are. `pcm` is headerless signed 16-bit
+little-endian; it is served as ``audio/pcm;rate=N;channels=1`` because the registered raw type,
+``audio/L16``, is big-endian by definition and would mislead a client that honours it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from polyvox.audio.errors import UnsupportedFormat, UnsupportedSampleRate
+
+DEFAULT_FORMAT = "mp3"
+DEFAULT_SAMPLE_RATE = 24_000
+MIN_SAMPLE_RATE = 8_000
+MAX_SAMPLE_RATE = 192_000
+
+_MP3_RATES = (8_000, 11_025, 12_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000)
+_OPUS_RATES = (8_000, 12_000, 16_000, 24_000, 48_000)
+_AAC_RATES = (8_000, 11_025, 12_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000, 64_000, 88_200, 96_000)
+
+
+@dataclass(frozen=True, slots=True)
+class AudioFormat:
+    """How one response format is produced and labelled.
+
+    `container`/`codec` name PyAV's muxer and encoder; both are None for the PCM formats, which
+    polyvox writes itself. `sample_rates` None means any rate in [MIN_SAMPLE_RATE, MAX_SAMPLE_RATE].
+    """
+
+    name: str
+    mime_type: str
+    extension: str
+    container: str | None = None
+    codec: str | None = None
+    bit_rate: int | None = None
+    sample_rates: tuple[int, ...] | None = None
+    container_options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def lossless(self) -> bool:
+        return self.bit_rate is None
+
+    def check_rate(self, sample_rate: int) -> int:
+        """Return `sample_rate` if this format can carry it, else raise UnsupportedSampleRate."""
+        if self.sample_rates is not None:
+            if sample_rate not in self.sample_rates:
+                allowed = ", ".join(str(r) for r in self.sample_rates)
+                raise UnsupportedSampleRate(
+                    f"{self.name} cannot be encoded at {sample_rate} Hz; supported rates: {allowed}."
+                )
+        elif not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE:
+            raise UnsupportedSampleRate(
+                f"{self.name} sample rate must be between {MIN_SAMPLE_RATE} and {MAX_SAMPLE_RATE} Hz, "
+                f"got {sample_rate}."
+            )
+        return sample_rate
+
+    def content_type(self, sample_rate: int = DEFAULT_SAMPLE_RATE) -> str:
+        """The Content-Type header for a response in this format at `sample_rate`."""
+        if self.name == "pcm":
+            return f"{self.mime_type};rate={sample_rate};channels=1"
+        return self.mime_type
+
+
+FORMATS: dict[str, AudioFormat] = {
+    f.name: f
+    for f in (
+        AudioFormat(
+            "mp3", "audio/mpeg", "mp3", "mp3", "libmp3lame", 64_000, _MP3_RATES, {"id3v2_version": "0"}
+        ),
+        # Ogg pages are cut every 100 ms (default 1 s) so a stream delivers audio as it is made.
+        AudioFormat(
+            "opus", "audio/ogg", "opus", "ogg", "libopus", 32_000, _OPUS_RATES, {"page_duration": "100000"}
+        ),
+        AudioFormat("aac", "audio/aac", "aac", "adts", "aac", 64_000, _AAC_RATES),
+        AudioFormat(
+            "flac", "audio/flac", "flac", "flac", "flac", None, None, {"metadata_header_padding": "0"}
+        ),
+        AudioFormat("wav", "audio/wav", "wav"),
+        AudioFormat("pcm", "audio/pcm", "pcm"),
+    )
+}
+
+
+def get_format(name: str) -> AudioFormat:
+    """The AudioFormat called `name` (case-insensitive), or UnsupportedFormat."""
+    fmt = FORMATS.get(name.lower()) if isinstance(name, str) else None
+    if fmt is None:
+        raise UnsupportedFormat(f"Unsupported response_format {name!r}; choose one of: {', '.join(FORMATS)}.")
+    return fmt
+
+
+def resolve(name: str, sample_rate: int | None = None) -> tuple[AudioFormat, int]:
+    """Validate a format name and an optional rate (default 24 kHz) together."""
+    fmt = get_format(name)
+    return fmt, fmt.check_rate(DEFAULT_SAMPLE_RATE if sample_rate is None else sample_rate)

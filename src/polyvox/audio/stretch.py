@@ -1,0 +1,81 @@
+"""Streaming pitch-preserving time-stretch (ffmpeg's `atempo` through an `av.filter.Graph`)."""
+
+from __future__ import annotations
+
+import av
+import av.filter
+import numpy as np
+
+from polyvox.audio.resample import frames_to_array, to_frame
+
+MIN_SPEED = 0.25
+MAX_SPEED = 4.0
+_STAGE_MIN = 0.5
+_STAGE_MAX = 2.0
+
+
+def atempo_stages(speed: float) -> list[float]:
+    """Split `speed` into a product of factors each within atempo's clean range [0.5, 2.0]."""
+    stages: list[float] = []
+    while speed < _STAGE_MIN:
+        stages.append(_STAGE_MIN)
+        speed /= _STAGE_MIN
+    while speed > _STAGE_MAX:
+        stages.append(_STAGE_MAX)
+        speed /= _STAGE_MAX
+    stages.append(speed)
+    return stages
+
+
+class TimeStretcher:
+    """Plays a stream of chunks `speed` times faster (speed > 1 shortens) without changing pitch.
+
+    The identity at speed 1.0. `flush` ends the stream and returns what the filter still holds.
+    """
+
+    def __init__(self, sample_rate: int, speed: float) -> None:
+        if not MIN_SPEED <= speed <= MAX_SPEED:
+            raise ValueError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}")
+        self.sample_rate = sample_rate
+        self.speed = speed
+        self._graph = None if speed == 1.0 else self._build_graph()
+        self._pts = 0
+
+    def _build_graph(self) -> av.filter.Graph:
+        graph = av.filter.Graph()
+        node = graph.add_abuffer(
+            format="flt", sample_rate=self.sample_rate, layout="mono", time_base=f"1/{self.sample_rate}"
+        )
+        for factor in atempo_stages(self.speed):
+            stage = graph.add("atempo", f"{factor:.6f}")
+            node.link_to(stage)
+            node = stage
+        sink = graph.add("abuffersink")
+        node.link_to(sink)
+        graph.configure()
+        return graph
+
+    def process(self, chunk: np.ndarray) -> np.ndarray:
+        chunk = np.asarray(chunk, dtype=np.float32).reshape(-1)
+        if self._graph is None or chunk.size == 0:
+            return chunk
+        self._graph.push(to_frame(chunk, self.sample_rate, self._pts))
+        self._pts += chunk.size
+        return frames_to_array(self._pull())
+
+    def flush(self) -> np.ndarray:
+        if self._graph is None:
+            return np.zeros(0, dtype=np.float32)
+        self._graph.push(None)
+        out = frames_to_array(self._pull())
+        self._graph = self._build_graph()
+        self._pts = 0
+        return out
+
+    def _pull(self) -> list[av.AudioFrame]:
+        frames = []
+        while True:
+            try:
+                frames.append(self._graph.pull())
+            except (av.error.BlockingIOError, av.error.EOFError):
+                return frames

@@ -1,0 +1,47 @@
+import numpy as np
+import pytest
+
+from polyvox.audio import OutputPipeline, UnsupportedFormat, UnsupportedSampleRate
+
+from .signals import TONE_HZ, chunks, dominant_frequency, pyav_decode, tone
+
+ENGINE_RATE = 48000
+
+
+def run(pipeline: OutputPipeline, seconds: float) -> bytes:
+    samples = tone(seconds, ENGINE_RATE)
+    parts = [pipeline.push(c) for c in chunks(samples, 7680)]  # one VoxCPM2 patch per chunk
+    return b"".join(parts) + pipeline.finish()
+
+
+def test_48k_engine_audio_becomes_24k_mp3_at_speed_1_5():
+    pipeline = OutputPipeline(ENGINE_RATE, 24000, "mp3", speed=1.5)
+    decoded = pyav_decode(run(pipeline, 1.5))
+    assert decoded.rate == 24000 and decoded.channels == 1
+    assert 0.97 <= decoded.seconds <= 1.15
+    assert pipeline.seconds == pytest.approx(1.0, abs=0.04)
+    assert abs(dominant_frequency(decoded.samples, 24000) - TONE_HZ) < 4
+
+
+def test_pcm_output_has_one_sample_per_24k_tick():
+    pipeline = OutputPipeline(ENGINE_RATE, 24000, "pcm")
+    data = run(pipeline, 1.0)
+    assert abs(len(data) - 2 * 24000) <= 2 * 4
+    assert pipeline.seconds == pytest.approx(len(data) / 2 / 24000)
+    pcm = np.frombuffer(data, dtype="<i2").astype(np.float32) / 32767
+    assert abs(dominant_frequency(pcm, 24000) - TONE_HZ) < 2
+    assert pipeline.content_type == "audio/pcm;rate=24000;channels=1"
+
+
+def test_slow_opus_stream():
+    pipeline = OutputPipeline(ENGINE_RATE, 24000, "opus", speed=0.5)
+    decoded = pyav_decode(run(pipeline, 0.5))
+    assert decoded.seconds == pytest.approx(1.0, abs=0.04)
+    assert abs(dominant_frequency(decoded.samples, decoded.rate) - TONE_HZ) < 4
+
+
+def test_invalid_format_or_rate_is_refused_on_construction():
+    with pytest.raises(UnsupportedFormat):
+        OutputPipeline(ENGINE_RATE, 24000, "ogg")
+    with pytest.raises(UnsupportedSampleRate):
+        OutputPipeline(ENGINE_RATE, 44100, "opus")
