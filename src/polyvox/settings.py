@@ -47,7 +47,8 @@ class Settings(BaseSettings):
 
     # model selection
     model: str | None = Field(
-        None, description="VoxCPM2 checkpoint directory or Hugging Face repo id; unset serves the embedded voice."
+        None,
+        description="VoxCPM2 checkpoint directory or Hugging Face repo id; unset serves the embedded voice.",
     )
     random_weights: Literal["tiny", "full"] | None = Field(
         None, description="Serve VoxCPM2 with random weights of this size (tests and benchmarks)."
@@ -63,6 +64,9 @@ class Settings(BaseSettings):
         64, ge=1, description="Syntheses running at once; more wait in the queue."
     )
     max_queue: int = Field(256, ge=0, description="Requests allowed to wait; past it the server answers 429.")
+    max_request_bytes: int = Field(
+        26_214_400, ge=1024, description="Largest accepted request body (uploads included), in bytes."
+    )
     request_timeout_s: float = Field(300.0, gt=0, description="Deadline for one request, in seconds.")
 
     # VoxCPM2 generation defaults
@@ -106,4 +110,10 @@ class Settings(BaseSettings):
     def settings_customise_sources(
         cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
     ):
-        return init_settings, env_settings, dotenv_settings, ConfigFileSource(settings_cls), file_secret_settings
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            ConfigFileSource(settings_cls),
+            file_secret_settings,
+        )

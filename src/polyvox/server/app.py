@@ -1,0 +1,70 @@
+"""The application factory: `create_app(settings, engine)` wires the engine, admission control,
+metrics, error translation and routers into one FastAPI app whose lifespan starts and stops the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+
+from polyvox import __version__
+from polyvox.engines.base import Engine
+from polyvox.server.errors import install_error_handlers
+from polyvox.server.metrics import Metrics, MetricsMiddleware
+from polyvox.server.routes import catalog, health, speech
+from polyvox.server.synthesis import SpeechService
+from polyvox.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+async def _start_engine(app: FastAPI, engine: Engine) -> None:
+    started = time.perf_counter()
+    try:
+        await engine.start()
+    except Exception as exc:
+        app.state.engine_failure = f"{type(exc).__name__}: {exc}"
+        log.exception("engine %s failed to start", engine.info.name)
+        return
+    log.info("engine %s ready in %.1f s", engine.info.name, time.perf_counter() - started)
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Start the engine in the background (so /health and /ready answer while it warms), stop it at exit."""
+    engine: Engine = app.state.engine
+    starting = asyncio.create_task(_start_engine(app, engine))
+    try:
+        yield
+    finally:
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting
+        await engine.stop()
+
+
+def create_app(settings: Settings | None = None, engine: Engine | None = None) -> FastAPI:
+    """A polyvox app serving `engine` (default: the one `settings` select); its lifespan starts it."""
+    settings = settings or Settings()
+    if engine is None:
+        from polyvox.engines.factory import build_engine
+
+        engine = build_engine(settings)
+    metrics = Metrics()
+    app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan)
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.metrics = metrics
+    app.state.service = SpeechService(engine, settings, metrics)
+    app.state.engine_failure = None
+    app.state.created = int(time.time())
+    install_error_handlers(app)
+    app.include_router(speech.router)
+    app.include_router(catalog.router)
+    app.include_router(health.router)
+    app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
+    return app

@@ -1,0 +1,150 @@
+"""Every error the server answers, in OpenAI's shape `{"error": {"message", "type", "param", "code"}}`.
+
+Engine exceptions, FastAPI validation errors and Starlette's HTTP errors are translated here, once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from polyvox.engines.errors import EngineError, EngineInputError, EngineOverloaded
+
+log = logging.getLogger(__name__)
+
+# Fields OpenAI defines answer 400 as OpenAI does; polyvox/seed-system extensions answer 422 as the
+# seed system (a FastAPI app) does for them (e.g. cfg_value outside 0.5-5.0).
+EXTENSION_FIELDS = frozenset(
+    {"cfg_value", "inference_timesteps", "seed", "sample_rate", "cache", "temperature", "custom_voice_file"}
+)
+
+_STATUS_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+}
+
+
+class APIError(Exception):
+    """An HTTP error answered in OpenAI's shape."""
+
+    def __init__(
+        self,
+        status_code: int,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        type: str | None = None,
+        headers: dict[str, str] | None = None,
+    ):
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+        self.param = param
+        self.code = code
+        self.type = type or error_type(status_code)
+        self.headers = headers
+
+
+def error_type(status_code: int) -> str:
+    if status_code >= 500:
+        return "server_error"
+    return _STATUS_TYPES.get(status_code, "invalid_request_error")
+
+
+def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def error_response(error: APIError) -> JSONResponse:
+    return JSONResponse(
+        error_body(error.message, error.type, error.param, error.code),
+        status_code=error.status_code,
+        headers=error.headers,
+    )
+
+
+def from_validation_errors(errors: Sequence[Any]) -> APIError:
+    """The first pydantic/FastAPI validation error as an APIError naming its parameter."""
+    first = dict(errors[0]) if errors else {"loc": (), "msg": "invalid request", "type": "value_error"}
+    loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path", "header")]
+    param = loc[0] if loc else None
+    message = first.get("msg", "invalid request")
+    kind = first.get("type", "")
+    if param:
+        message = f"{param}: {message}"
+    if kind == "json_invalid":
+        detail = first.get("ctx", {}).get("error", "")
+        return APIError(400, f"request body is not valid JSON: {detail}".strip(), code="invalid_json")
+    if kind == "missing":
+        return APIError(400, message, param=param, code="missing_required_parameter")
+    status = 422 if param in EXTENSION_FIELDS else 400
+    return APIError(status, message, param=param, code="invalid_value")
+
+
+def from_engine_error(exc: Exception) -> APIError:
+    if isinstance(exc, EngineInputError):
+        return APIError(422, exc.message, param=exc.param, code=exc.code)
+    if isinstance(exc, EngineOverloaded):
+        message = str(exc) or "the engine is overloaded"
+        return APIError(429, message, code="rate_limit_exceeded", headers={"Retry-After": "1"})
+    if isinstance(exc, EngineError):
+        return APIError(500, f"synthesis failed: {exc}", code="engine_error")
+    return APIError(500, "internal server error", code="internal_error")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Route every exception the app can raise to an OpenAI-shaped JSON answer."""
+
+    def count(request: Request, error: APIError) -> None:
+        metrics = getattr(request.app.state, "metrics", None)
+        if metrics is not None:
+            metrics.errors.labels(type=error.code or error.type).inc()
+
+    async def on_api_error(request: Request, exc: APIError) -> JSONResponse:
+        count(request, exc)
+        return error_response(exc)
+
+    async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        error = from_validation_errors(exc.errors())
+        count(request, error)
+        return error_response(error)
+
+    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = exc.detail if isinstance(exc.detail, str) else "request failed"
+        if exc.status_code == 404 and exc.detail == "Not Found":
+            message = f"no route {request.method} {request.url.path}"
+        elif exc.status_code == 405:
+            message = f"method {request.method} not allowed on {request.url.path}"
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
+        error = APIError(exc.status_code, message, code=code, headers=getattr(exc, "headers", None))
+        count(request, error)
+        return error_response(error)
+
+    async def on_engine(request: Request, exc: Exception) -> JSONResponse:
+        error = from_engine_error(exc)
+        if error.status_code >= 500:
+            log.error("engine failure on %s: %s", request.url.path, exc)
+        count(request, error)
+        return error_response(error)
+
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s", request.url.path)
+        error = APIError(500, "internal server error", code="internal_error")
+        count(request, error)
+        return error_response(error)
+
+    app.add_exception_handler(APIError, on_api_error)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(EngineInputError, on_engine)
+    app.add_exception_handler(EngineError, on_engine)
+    app.add_exception_handler(Exception, on_unexpected)

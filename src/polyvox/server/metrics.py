@@ -1,0 +1,88 @@
+"""Prometheus metrics, one registry per app (so tests can build many apps), and the ASGI middleware
+that counts every request by route and status and times it to its last byte."""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+_TTFA_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class Metrics:
+    """All of one app's metrics, registered in its own `registry`."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(
+            "polyvox_requests", "HTTP requests answered.", ["route", "method", "status"], registry=r
+        )
+        self.latency = Histogram(
+            "polyvox_request_duration_seconds",
+            "Request start to last byte sent.",
+            ["route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.ttfa = Histogram(
+            "polyvox_time_to_first_audio_seconds",
+            "Speech request received to first audio byte ready to send.",
+            ["stream"],
+            buckets=_TTFA_BUCKETS,
+            registry=r,
+        )
+        self.audio_seconds = Counter("polyvox_audio_seconds", "Seconds of audio generated.", registry=r)
+        self.input_chars = Counter("polyvox_input_characters", "Characters of input synthesised.", registry=r)
+        self.in_flight = Gauge("polyvox_requests_in_flight", "Syntheses running now.", registry=r)
+        self.queue_depth = Gauge("polyvox_queue_depth", "Speech requests waiting for a slot.", registry=r)
+        self.errors = Counter("polyvox_errors", "Errors answered, by type.", ["type"], registry=r)
+
+    def admission_changed(self, running: int, waiting: int) -> None:
+        self.in_flight.set(running)
+        self.queue_depth.set(waiting)
+
+
+def _route_label(app: ASGIApp, scope: Scope) -> str:
+    """The matched route's path template, so label cardinality stays bounded."""
+    route = scope.get("route")
+    if route is not None and hasattr(route, "path"):
+        return route.path
+    for candidate in getattr(getattr(app, "router", None), "routes", ()):
+        match, _ = candidate.matches(scope)
+        if match is Match.FULL:
+            return candidate.path
+    return "unmatched"
+
+
+class MetricsMiddleware:
+    """Counts and times every HTTP request; streaming responses are timed to their final chunk."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, root: ASGIApp):
+        self.app = app
+        self.metrics = metrics
+        self.root = root
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = _route_label(self.root, scope)
+            self.metrics.requests.labels(route=route, method=scope["method"], status=str(status)).inc()
+            self.metrics.latency.labels(route=route).observe(time.perf_counter() - started)

@@ -1,0 +1,90 @@
+"""Reads a speech request body, JSON or multipart/form-data (as the seed system accepted), into a
+`SpeechRequest` plus an optional uploaded clone reference; enforces the body size limit and answers
+415 for any other content type."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import anyio
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+
+from polyvox.audio.decode import decode_audio
+from polyvox.audio.errors import AudioDecodeError
+from polyvox.engines.base import ReferenceAudio
+from polyvox.server.errors import APIError
+from polyvox.server.protocol import SpeechRequest
+
+JSON_TYPES = ("application/json", "text/json")
+FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
+UPLOAD_FIELDS = ("custom_voice_file", "speaker_wav")
+TRANSCRIPT_FIELDS = ("reference_text", "prompt_text")
+REFERENCE_RATE = 16_000
+MAX_REFERENCE_SECONDS = 60.0
+
+
+def _too_large(limit: int) -> APIError:
+    return APIError(413, f"request body exceeds {limit} bytes", code="request_too_large")
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise _too_large(limit)
+        parts.append(part)
+    return b"".join(parts)
+
+
+async def _reference(upload: UploadFile, transcript: str | None) -> ReferenceAudio:
+    data = await upload.read()
+    try:
+        samples = await anyio.to_thread.run_sync(decode_audio, data, REFERENCE_RATE, MAX_REFERENCE_SECONDS)
+    except AudioDecodeError as exc:
+        raise APIError(400, str(exc), param="custom_voice_file", code="invalid_audio") from exc
+    return ReferenceAudio(samples, REFERENCE_RATE, hashlib.sha256(data).hexdigest(), transcript or None)
+
+
+async def read_speech_request(
+    request: Request, max_bytes: int, defaults: dict[str, Any] | None = None
+) -> tuple[SpeechRequest, ReferenceAudio | None]:
+    """Parse and validate the body; validation errors become RequestValidationError (translated once)."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > max_bytes:
+        raise _too_large(max_bytes)
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    data: dict[str, Any] = dict(defaults or {})
+    reference = None
+    if content_type in JSON_TYPES or content_type.endswith("+json") or not content_type:
+        raw = await _read_body(request, max_bytes)
+        try:
+            parsed = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise APIError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+        if not isinstance(parsed, dict):
+            raise APIError(400, "request body must be a JSON object", code="invalid_json")
+        data.update(parsed)
+    elif content_type in FORM_TYPES:
+        form = await request.form(max_files=2, max_fields=64)
+        upload = next((form[name] for name in UPLOAD_FIELDS if isinstance(form.get(name), UploadFile)), None)
+        data.update({key: value for key, value in form.items() if not isinstance(value, UploadFile)})
+        if upload is not None:
+            transcript = next((str(data[name]) for name in TRANSCRIPT_FIELDS if data.get(name)), None)
+            reference = await _reference(upload, transcript)
+    else:
+        raise APIError(
+            415,
+            f"unsupported Content-Type {content_type!r}; send application/json or multipart/form-data",
+            code="unsupported_media_type",
+        )
+    try:
+        return SpeechRequest.model_validate(data), reference
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors()) from exc

@@ -1,0 +1,103 @@
+"""The OpenAI speech protocol as pydantic models: the request of `POST /v1/audio/speech` (with
+polyvox's extension fields), the SSE events, and the list shapes of /v1/models and the voice routes."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
+StreamFormat = Literal["audio", "sse"]
+
+
+class SpeechRequest(BaseModel):
+    """`POST /v1/audio/speech`, as JSON or multipart/form-data. Unknown fields are ignored.
+
+    `stream_format` absent means one non-streamed response; `audio` streams the encoded file as it
+    is produced; `sse` streams `speech.audio.delta` events carrying it in base64.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = "tts-1"
+    input: str = Field(min_length=1)
+    voice: str = "alloy"
+    instructions: str | None = None
+    response_format: ResponseFormat = "mp3"
+    speed: float = Field(1.0, ge=0.25, le=4.0)
+    stream_format: StreamFormat | None = None
+    # polyvox / seed-system extensions
+    sample_rate: int | None = Field(None, ge=8000, le=48000, description="Output sample rate; default 24000.")
+    seed: int | None = Field(None, ge=0, le=2**63 - 1)
+    cfg_value: float | None = Field(None, ge=0.5, le=5.0)
+    inference_timesteps: int | None = Field(None, ge=1, le=100)
+    cache: bool = True
+
+    @field_validator("voice", mode="before")
+    @classmethod
+    def _voice_id(cls, value: Any) -> Any:
+        """OpenAI also accepts a custom voice as `{"id": "..."}`."""
+        if isinstance(value, dict) and "id" in value:
+            return value["id"]
+        return value
+
+    @field_validator("instructions", "stream_format", "sample_rate", "seed", mode="before")
+    @classmethod
+    def _blank_is_absent(cls, value: Any) -> Any:
+        """Empty form fields mean "not given"."""
+        return None if value == "" else value
+
+
+class SpeechUsage(BaseModel):
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+class SpeechAudioDelta(BaseModel):
+    type: Literal["speech.audio.delta"] = "speech.audio.delta"
+    audio: str
+
+
+class SpeechAudioDone(BaseModel):
+    type: Literal["speech.audio.done"] = "speech.audio.done"
+    usage: SpeechUsage
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "polyvox"
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class WebUIVoice(BaseModel):
+    id: str
+    name: str
+
+
+class WebUIVoiceList(BaseModel):
+    """Open WebUI's shape for `GET /v1/audio/voices`."""
+
+    voices: list[WebUIVoice]
+
+
+class VoiceCard(BaseModel):
+    id: str
+    object: Literal["voice"] = "voice"
+    name: str
+    source: str = "builtin"
+
+
+class VoiceList(BaseModel):
+    """The seed system's shape for `GET /v1/voices`."""
+
+    object: Literal["list"] = "list"
+    data: list[VoiceCard]
+    default: str = "alloy"

@@ -1,0 +1,1 @@
+"""HTTP routers, one per concern: speech, models and voices, health and metrics."""

@@ -1,0 +1,38 @@
+"""Liveness (`GET|HEAD /health`), readiness (`GET /ready`, 503 until the engine is warm) and
+Prometheus metrics (`GET /metrics`)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from polyvox.engines.base import Engine
+from polyvox.server.deps import get_engine, get_metrics
+from polyvox.server.errors import APIError
+from polyvox.server.metrics import Metrics
+
+router = APIRouter(tags=["health"])
+
+
+@router.api_route("/health", methods=["GET", "HEAD"])
+async def health() -> dict[str, str]:
+    """The process is up and answering."""
+    return {"status": "ok"}
+
+
+@router.get("/ready")
+async def ready(request: Request, engine: Engine = Depends(get_engine)) -> dict[str, str]:
+    """Ready to synthesise: the engine has started and warmed up."""
+    if not engine.ready:
+        failure = getattr(request.app.state, "engine_failure", None)
+        if failure:
+            raise APIError(503, f"the engine failed to start: {failure}", code="engine_failed")
+        raise APIError(
+            503, "the engine is still starting", code="engine_not_ready", headers={"Retry-After": "5"}
+        )
+    return {"status": "ready", "engine": engine.info.name, "model": engine.info.model_id}
+
+
+@router.get("/metrics")
+async def metrics(m: Metrics = Depends(get_metrics)) -> Response:
+    return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)

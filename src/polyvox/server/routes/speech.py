@@ -1,0 +1,80 @@
+"""`POST /v1/audio/speech` (OpenAI) and `POST /v1/audio/speech/stream` (the seed system's chunked WAV)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from polyvox.server.deps import get_service
+from polyvox.server.parsing import read_speech_request
+from polyvox.server.streaming import SpeechStreamResponse, audio_stream, sse_stream
+from polyvox.server.synthesis import ClientGone, SpeechService, until_disconnect
+
+router = APIRouter(tags=["speech"])
+
+CLIENT_CLOSED = 499  # nginx's "client closed request"; nobody receives it, the metrics do
+
+
+async def _first_piece(pieces) -> bytes:
+    async for piece in pieces:
+        return piece
+    return b""
+
+
+async def _speak(
+    request: Request, service: SpeechService, defaults: dict[str, Any] | None = None
+) -> Response:
+    body, reference = await read_speech_request(request, service.settings.max_request_bytes, defaults)
+    job = service.prepare(body, stream=body.stream_format is not None, reference=reference)
+    headers = {"X-Request-Id": job.request.request_id}
+    try:
+        await service.admit(request)
+    except ClientGone:
+        return Response(status_code=CLIENT_CLOSED)
+    handed_over = False
+    try:
+        if not job.stream:
+            data = await until_disconnect(request, service.whole(job))
+            return Response(data, media_type=job.content_type, headers=headers)
+        pieces = service.audio(job)
+        try:
+            # Wait for the first audio before sending headers, so early failures still get a status.
+            first = await until_disconnect(request, _first_piece(pieces))
+        except BaseException:
+            await pieces.aclose()
+            raise
+        if body.stream_format == "sse":
+            content = sse_stream(first, pieces, job, service.metrics)
+            headers |= {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+            media_type = "text/event-stream"
+        else:
+            content = audio_stream(first, pieces, job, service.metrics)
+            headers |= {"X-Accel-Buffering": "no"}
+            media_type = job.content_type
+
+        async def close() -> None:
+            try:
+                await pieces.aclose()
+            finally:
+                service.release(job)
+
+        handed_over = True
+        return SpeechStreamResponse(content, on_close=close, media_type=media_type, headers=headers)
+    except ClientGone:
+        return Response(status_code=CLIENT_CLOSED)
+    finally:
+        if not handed_over:
+            service.release(job)
+
+
+@router.post("/v1/audio/speech")
+async def create_speech(request: Request, service: SpeechService = Depends(get_service)) -> Response:
+    """Synthesise `input`: one response, chunked audio (`stream_format=audio`) or SSE (`sse`)."""
+    return await _speak(request, service)
+
+
+@router.post("/v1/audio/speech/stream")
+async def create_speech_stream(request: Request, service: SpeechService = Depends(get_service)) -> Response:
+    """The seed system's streaming route: chunked audio, WAV unless `response_format` says otherwise."""
+    return await _speak(request, service, defaults={"response_format": "wav", "stream_format": "audio"})

@@ -1,0 +1,1 @@
+"""Shared test helpers: a real uvicorn server on loopback, audio decoding, ASR."""

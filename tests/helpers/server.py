@@ -1,0 +1,43 @@
+"""A real uvicorn server in a background thread on a free loopback port, for tests."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import uvicorn
+from fastapi import FastAPI
+
+
+@contextmanager
+def running_server(app: FastAPI, wait_ready: bool = True, timeout_s: float = 120.0) -> Iterator[str]:
+    """Serve `app` on 127.0.0.1 (free port) until the block exits; yields the base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("test server did not start")
+            time.sleep(0.01)
+        if wait_ready:
+            while httpx.get(f"{url}/ready").status_code != 200:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("test server's engine did not become ready")
+                time.sleep(0.05)
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+        sock.close()
