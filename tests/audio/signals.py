@@ -44,14 +44,18 @@ class Decoded:
         return len(self.samples) / self.rate
 
 
+def first_channel(frame: av.AudioFrame) -> np.ndarray:
+    data = frame.to_ndarray()
+    channels = frame.layout.nb_channels
+    return data.reshape(channels, -1)[0] if frame.format.is_planar else data.reshape(-1, channels)[:, 0]
+
+
 def pyav_decode(data: bytes) -> Decoded:
     """Decode a file with PyAV directly: codec name, stream rate, channel count, first-channel samples."""
     with av.open(io.BytesIO(data)) as container:
         stream = container.streams.audio[0]
         ctx = stream.codec_context
-        parts = [f.to_ndarray().reshape(f.layout.nb_channels, -1)[0] if f.format.is_planar
-                 else f.to_ndarray().reshape(-1, f.layout.nb_channels)[:, 0]
-                 for f in container.decode(stream)]  # fmt: skip
+        parts = [first_channel(f) for f in container.decode(stream)]
         samples = np.concatenate(parts).astype(np.float64)
         if np.issubdtype(parts[0].dtype, np.integer):
             samples /= np.iinfo(parts[0].dtype).max

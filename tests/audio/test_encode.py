@@ -97,8 +97,8 @@ def test_streamed_pcm_equals_whole_pcm():
 
 
 def test_out_of_range_samples_are_clamped_not_wrapped():
-    data = encode_audio(np.array([2.0, -3.0, 0.5], dtype=np.float32), RATE, "pcm")
-    assert np.frombuffer(data, dtype="<i2").tolist() == [32767, -32767, 16384]
+    data = encode_audio(np.array([2.0, -3.0, 0.5, np.nan], dtype=np.float32), RATE, "pcm")
+    assert np.frombuffer(data, dtype="<i2").tolist() == [32767, -32767, 16384, 0]
 
 
 def test_encode_after_finish_is_an_error():
@@ -107,3 +107,8 @@ def test_encode_after_finish_is_an_error():
     assert encoder.finish() == b""
     with pytest.raises(RuntimeError):
         encoder.encode(tone(0.1, RATE))
+
+
+@pytest.mark.parametrize(("fmt", "magic"), [("opus", b"OggS"), ("flac", b"fLaC"), ("wav", b"RIFF")])
+def test_stream_header_is_ready_before_any_audio(fmt, magic):
+    assert StreamEncoder(fmt, RATE).encode(np.zeros(0, dtype=np.float32)).startswith(magic)

@@ -1,7 +1,10 @@
+import io
+import wave
+
 import numpy as np
 import pytest
 
-from polyvox.audio import OutputPipeline, UnsupportedFormat, UnsupportedSampleRate
+from polyvox.audio import OutputPipeline, UnsupportedFormat, UnsupportedSampleRate, render
 
 from .signals import TONE_HZ, chunks, dominant_frequency, pyav_decode, tone
 
@@ -45,3 +48,19 @@ def test_invalid_format_or_rate_is_refused_on_construction():
         OutputPipeline(ENGINE_RATE, 24000, "ogg")
     with pytest.raises(UnsupportedSampleRate):
         OutputPipeline(ENGINE_RATE, 44100, "opus")
+
+
+def test_render_makes_a_complete_wav_at_the_new_speed_and_rate():
+    data = render(tone(1.0, ENGINE_RATE), ENGINE_RATE, 24000, "wav", speed=2.0)
+    with wave.open(io.BytesIO(data)) as w:
+        assert (w.getnchannels(), w.getframerate()) == (1, 24000)
+        assert w.getnframes() == (len(data) - 44) // 2
+        assert abs(w.getnframes() - 12000) < 0.04 * 12000
+        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32) / 32767
+    assert abs(dominant_frequency(pcm, 24000) - TONE_HZ) < 4
+
+
+def test_render_matches_the_streamed_pipeline_for_pcm():
+    samples = tone(0.5, ENGINE_RATE)
+    streamed = run(OutputPipeline(ENGINE_RATE, 24000, "pcm", speed=1.25), 0.5)
+    assert render(samples, ENGINE_RATE, 24000, "pcm", speed=1.25) == streamed

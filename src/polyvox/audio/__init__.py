@@ -11,7 +11,7 @@ from polyvox.audio.formats import (
     get_format,
     resolve,
 )
-from polyvox.audio.pipeline import OutputPipeline
+from polyvox.audio.pipeline import OutputPipeline, render
 from polyvox.audio.resample import Resampler
 from polyvox.audio.stretch import TimeStretcher
 
@@ -32,5 +32,6 @@ __all__ = [
     "decode_audio",
     "encode_audio",
     "get_format",
+    "render",
     "resolve",
 ]

@@ -40,15 +40,14 @@ def decode_audio(data: bytes, target_rate: int, max_seconds: float | None = None
     total = 0
     try:
         for frame in container.decode(container.streams.audio[0]):
-            frame.pts = None
             for out in resampler.resample(frame):
                 parts.append(out.to_ndarray().reshape(-1))
                 total += out.samples
             if limit is not None and total > limit:
-                raise AudioDecodeError(f"The audio is longer than the allowed {max_seconds:g} seconds.")
-        for out in resampler.resample(None):
-            parts.append(out.to_ndarray().reshape(-1))
-    except av.FFmpegError as exc:
+                break
+        else:
+            parts.extend(out.to_ndarray().reshape(-1) for out in resampler.resample(None))
+    except (av.FFmpegError, ValueError) as exc:  # ValueError: the stream changed layout or rate midway
         raise AudioDecodeError(f"The audio could not be decoded: {_reason(exc)}.") from exc
     finally:
         container.close()

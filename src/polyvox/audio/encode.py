@@ -19,10 +19,15 @@ from polyvox.audio.formats import AudioFormat, get_format
 _UNKNOWN_SIZE = 0xFFFFFFFF
 
 
+def clamp(samples: np.ndarray) -> np.ndarray:
+    """Mono float32 samples limited to [-1, 1]; NaN becomes silence."""
+    samples = np.nan_to_num(np.asarray(samples, dtype=np.float32).reshape(-1), nan=0.0)
+    return np.clip(samples, -1.0, 1.0)
+
+
 def to_s16le(samples: np.ndarray) -> bytes:
     """Clamp float samples to [-1, 1] and return them as signed 16-bit little-endian bytes."""
-    clipped = np.clip(np.asarray(samples, dtype=np.float32), -1.0, 1.0)
-    return np.round(clipped * 32767.0).astype("<i2").tobytes()
+    return np.round(clamp(samples) * 32767.0).astype("<i2").tobytes()
 
 
 def wav_header(sample_rate: int, num_samples: int | None = None) -> bytes:
@@ -65,13 +70,13 @@ class _PyAVWriter:
         self.stream.layout = "mono"
         if fmt.bit_rate is not None:
             self.stream.bit_rate = fmt.bit_rate
+        self.container.start_encoding()
         self._pts = 0
 
     def write(self, samples: np.ndarray) -> None:
         if samples.size == 0:
             return
-        clipped = np.clip(samples, -1.0, 1.0).astype(np.float32, copy=False).reshape(1, -1)
-        frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(clipped), format="flt", layout="mono")
+        frame = av.AudioFrame.from_ndarray(clamp(samples).reshape(1, -1), format="flt", layout="mono")
         frame.sample_rate = self.sample_rate
         frame.pts = self._pts
         self._pts += frame.samples

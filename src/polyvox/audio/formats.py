@@ -68,18 +68,44 @@ FORMATS: dict[str, AudioFormat] = {
     f.name: f
     for f in (
         AudioFormat(
-            "mp3", "audio/mpeg", "mp3", "mp3", "libmp3lame", 64_000, _MP3_RATES, {"id3v2_version": "0"}
+            name="mp3",
+            mime_type="audio/mpeg",
+            extension="mp3",
+            container="mp3",
+            codec="libmp3lame",
+            bit_rate=64_000,
+            sample_rates=_MP3_RATES,
+            container_options={"id3v2_version": "0"},  # bare MPEG frames, no ID3 tag in front
         ),
-        # Ogg pages are cut every 100 ms (default 1 s) so a stream delivers audio as it is made.
         AudioFormat(
-            "opus", "audio/ogg", "opus", "ogg", "libopus", 32_000, _OPUS_RATES, {"page_duration": "100000"}
+            name="opus",
+            mime_type="audio/ogg",
+            extension="opus",
+            container="ogg",
+            codec="libopus",
+            bit_rate=32_000,
+            sample_rates=_OPUS_RATES,
+            container_options={"page_duration": "100000"},  # a page per 100 ms (default 1 s): streams flow
         ),
-        AudioFormat("aac", "audio/aac", "aac", "adts", "aac", 64_000, _AAC_RATES),
         AudioFormat(
-            "flac", "audio/flac", "flac", "flac", "flac", None, None, {"metadata_header_padding": "0"}
+            name="aac",
+            mime_type="audio/aac",
+            extension="aac",
+            container="adts",
+            codec="aac",
+            bit_rate=64_000,
+            sample_rates=_AAC_RATES,
         ),
-        AudioFormat("wav", "audio/wav", "wav"),
-        AudioFormat("pcm", "audio/pcm", "pcm"),
+        AudioFormat(
+            name="flac",
+            mime_type="audio/flac",
+            extension="flac",
+            container="flac",
+            codec="flac",
+            container_options={"metadata_header_padding": "0"},  # no 8 KiB padding block up front
+        ),
+        AudioFormat(name="wav", mime_type="audio/wav", extension="wav"),
+        AudioFormat(name="pcm", mime_type="audio/pcm", extension="pcm"),
     )
 }
 

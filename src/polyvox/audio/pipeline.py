@@ -1,10 +1,14 @@
-"""One response's audio path: time-stretch, resample, encode. The server runs it in a worker thread."""
+"""One response's audio path: time-stretch, resample, encode. The server runs it in a worker thread.
+
+`OutputPipeline` streams; `render` makes a complete file (exact WAV sizes, MP3 Xing/FLAC
+STREAMINFO filled in) from a whole utterance.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from polyvox.audio.encode import StreamEncoder
+from polyvox.audio.encode import StreamEncoder, encode_audio
 from polyvox.audio.formats import AudioFormat, get_format
 from polyvox.audio.resample import Resampler
 from polyvox.audio.stretch import TimeStretcher
@@ -46,3 +50,16 @@ class OutputPipeline:
     def _encode(self, samples: np.ndarray) -> bytes:
         self._samples += samples.size
         return self._encoder.encode(samples)
+
+
+def render(
+    samples: np.ndarray, in_rate: int, out_rate: int, fmt: str | AudioFormat, speed: float = 1.0
+) -> bytes:
+    """A complete file of `fmt` at `out_rate` from a whole utterance at `in_rate`, played at `speed`."""
+    audio_format = fmt if isinstance(fmt, AudioFormat) else get_format(fmt)
+    audio_format.check_rate(out_rate)
+    stretcher = TimeStretcher(in_rate, speed)
+    resampler = Resampler(in_rate, out_rate)
+    stretched = np.concatenate([stretcher.process(samples), stretcher.flush()])
+    out = np.concatenate([resampler.process(stretched), resampler.flush()])
+    return encode_audio(out, out_rate, audio_format)

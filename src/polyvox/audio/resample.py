@@ -26,7 +26,7 @@ class Resampler:
     """Converts a stream of chunks from `in_rate` to `out_rate`; the identity when they match.
 
     The filter keeps a few samples of history between calls, so chunk boundaries leave no seams;
-    `flush` returns the tail it still holds.
+    `flush` returns the tail it still holds and readies it for a new stream.
     """
 
     def __init__(self, in_rate: int, out_rate: int) -> None:

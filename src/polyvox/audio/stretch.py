@@ -30,7 +30,8 @@ def atempo_stages(speed: float) -> list[float]:
 class TimeStretcher:
     """Plays a stream of chunks `speed` times faster (speed > 1 shortens) without changing pitch.
 
-    The identity at speed 1.0. `flush` ends the stream and returns what the filter still holds.
+    The identity at speed 1.0. `flush` ends the stream, returns what the filter still holds and
+    readies it for a new one.
     """
 
     def __init__(self, sample_rate: int, speed: float) -> None:
