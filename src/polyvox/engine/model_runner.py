@@ -1,0 +1,175 @@
+"""Runs one engine step on the model: the packed LM forward for every scheduled chunk, then the LocDiT
+CFM solve, stop head and streaming VAE decode for every sequence whose context is complete.
+
+Owns the two paged KV pools (base LM and residual LM, one block table per sequence for both), sizes
+them from memory, and keeps per-request state that lives on the device (hidden states, VAE state).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from polyvox.engine.config import EngineConfig
+from polyvox.engine.graphs import DiTGraphs
+from polyvox.engine.scheduler import ScheduledChunk
+from polyvox.engine.sequence import Sequence
+from polyvox.models.voxcpm2.attention import AttentionMetadata
+from polyvox.models.voxcpm2.audio_vae import StreamState
+from polyvox.models.voxcpm2.kv_cache import PagedKVCache
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class PatchOutput:
+    """What one sequence produced in a step: the patch latent `[P, D]`, its audio, the stop head's vote."""
+
+    seq: Sequence
+    patch: torch.Tensor
+    audio: np.ndarray
+    stop: bool
+
+
+class ModelRunner:
+    def __init__(self, lm, vae, model_config, config: EngineConfig, device: torch.device, dtype: torch.dtype):
+        self.lm = lm
+        self.vae = vae
+        self.model_config = model_config
+        self.config = config
+        self.device = torch.device(device)
+        self.dtype = dtype
+        self.block_size = config.kv_block_size
+        self.patch_size = model_config.patch_size
+        self.feat_dim = model_config.feat_dim
+        lm_cfg = model_config.lm_config
+        self.kv_shape = dict(
+            block_size=self.block_size,
+            num_kv_heads=lm_cfg.num_key_value_heads,
+            head_dim=lm_cfg.head_dim,
+            dtype=dtype,
+        )
+        self.base_layers = lm_cfg.num_hidden_layers
+        self.res_layers = model_config.residual_lm_num_layers
+        self.num_kv_blocks = config.num_kv_blocks or self._blocks_from_memory()
+        self.base_kv = PagedKVCache(self.base_layers, self.num_kv_blocks, device=self.device, **self.kv_shape)
+        self.res_kv = PagedKVCache(self.res_layers, self.num_kv_blocks, device=self.device, **self.kv_shape)
+        use_graphs = config.cuda_graphs and self.device.type == "cuda"
+        self.graphs = DiTGraphs(lm, config.max_graph_batch) if use_graphs else None
+
+    @property
+    def bytes_per_block(self) -> int:
+        return PagedKVCache.bytes_per_block(self.base_layers + self.res_layers, **self.kv_shape)
+
+    def _blocks_from_memory(self) -> int:
+        if self.device.type == "cuda":
+            free, total = torch.cuda.mem_get_info(self.device)
+            used_by_others = total - free
+            budget = total * self.config.gpu_memory_utilization - used_by_others - self._activation_reserve()
+        else:
+            budget = self.config.cpu_kv_cache_bytes
+        blocks = int(budget // self.bytes_per_block)
+        if blocks < 1:
+            msg = "no memory for the KV cache; raise gpu_memory_utilization or set num_kv_blocks"
+            raise RuntimeError(msg)
+        return blocks
+
+    def _activation_reserve(self) -> int:
+        """Room for a step's activations: the DiT's CFG batch dominates, plus the VAE decode."""
+        hidden = self.model_config.lm_config.hidden_size
+        rows = 2 * self.config.max_num_seqs * 11 + self.config.max_num_batched_tokens
+        return (1 << 30) + rows * hidden * 64
+
+    # ------------------------------------------------------------------ step
+
+    @torch.inference_mode()
+    def run(self, chunks: list[ScheduledChunk]) -> list[PatchOutput]:
+        decodes = [c for c in chunks if c.is_decode]
+        prefills = [c for c in chunks if not c.is_decode]
+        if prefills:
+            self._prefill(prefills)
+        if decodes:
+            self._advance(decodes)
+        ready = [c.seq for c in chunks if c.completes]
+        return self._generate(ready) if ready else []
+
+    def _meta(self, chunks: list[ScheduledChunk]) -> AttentionMetadata:
+        return AttentionMetadata.build(
+            [c.start for c in chunks],
+            [c.end - c.start for c in chunks],
+            [c.seq.block_table for c in chunks],
+            self.block_size,
+            self.device,
+        )
+
+    def _prefill(self, chunks: list[ScheduledChunk]) -> None:
+        tokens, text_mask, audio_mask, feats = [], [], [], []
+        for c in chunks:
+            seq, t = c.seq, c.seq.num_prompt_tokens
+            p_end = min(c.end, t)
+            if c.start < p_end:
+                tokens.append(seq.tokens[c.start : p_end])
+                text_mask.append(seq.text_mask[c.start : p_end])
+                audio_mask.append(seq.audio_mask[c.start : p_end])
+                feats.append(seq.feats[c.start : p_end].to(self.device, self.dtype))
+            g_start = max(c.start, t)
+            if g_start < c.end:
+                n = c.end - g_start
+                tokens.append(torch.zeros(n, dtype=torch.long))
+                text_mask.append(torch.zeros(n))
+                audio_mask.append(torch.ones(n))
+                feats.append(torch.stack(seq.patches[g_start - t : c.end - t]).to(self.device, self.dtype))
+        lm_hidden, res_hidden = self.lm.prefill(
+            torch.cat(tokens).to(self.device),
+            torch.cat(text_mask).to(self.device, self.dtype),
+            torch.cat(audio_mask).to(self.device, self.dtype),
+            torch.cat(feats),
+            self._meta(chunks),
+            self.base_kv,
+            self.res_kv,
+        )
+        for i, c in enumerate(chunks):
+            if c.completes:
+                c.seq.lm_hidden, c.seq.residual_hidden = lm_hidden[i], res_hidden[i]
+
+    def _advance(self, chunks: list[ScheduledChunk]) -> None:
+        patches = torch.stack([c.seq.patches[-1] for c in chunks]).to(self.device, self.dtype)
+        lm_hidden, res_hidden = self.lm.advance(patches, self._meta(chunks), self.base_kv, self.res_kv)
+        for i, c in enumerate(chunks):
+            c.seq.lm_hidden, c.seq.residual_hidden = lm_hidden[i], res_hidden[i]
+
+    def _generate(self, seqs: list[Sequence]) -> list[PatchOutput]:
+        lm_hidden = torch.stack([s.lm_hidden for s in seqs])
+        res_hidden = torch.stack([s.residual_hidden for s in seqs])
+        prev = torch.stack([s.prev_patch for s in seqs]).to(self.device, self.dtype)
+        noise = torch.cat([s.next_noise(self.feat_dim, self.patch_size) * s.params.temperature for s in seqs])
+        noise = noise.to(self.device, self.dtype)
+        cfg = torch.tensor([s.params.cfg_value for s in seqs], device=self.device, dtype=self.dtype)
+        patches = torch.empty(len(seqs), self.patch_size, self.feat_dim, device=self.device, dtype=self.dtype)
+        for steps in sorted({s.params.inference_timesteps for s in seqs}):
+            idx = [i for i, s in enumerate(seqs) if s.params.inference_timesteps == steps]
+            rows = torch.tensor(idx, device=self.device)
+            args = (lm_hidden[rows], res_hidden[rows], prev[rows], noise[rows], cfg[rows])
+            if self.graphs is not None:
+                patches[rows] = self.graphs.decode_patch(*args, steps)
+            else:
+                patches[rows] = self.lm.decode_patch(*args, steps)
+        stops = self.lm.stop_logits(lm_hidden).argmax(dim=-1).tolist()
+        audio = self._decode_audio(seqs, patches).cpu().numpy()
+        return [PatchOutput(s, patches[i], audio[i], bool(stops[i])) for i, s in enumerate(seqs)]
+
+    def _decode_audio(self, seqs: list[Sequence], patches: torch.Tensor) -> torch.Tensor:
+        fresh = [s for s in seqs if s.vae_state is None]
+        if fresh:
+            init = self.vae.init_stream_state(len(fresh))
+            for i, s in enumerate(fresh):
+                s.vae_state = init.select(i)
+        state = StreamState.cat([s.vae_state for s in seqs])
+        vae_dtype = next(self.vae.parameters()).dtype
+        audio, state = self.vae.decode_stream(patches.transpose(1, 2).to(vae_dtype), state)
+        for i, s in enumerate(seqs):
+            s.vae_state = state.select(i)
+        return audio.float()
