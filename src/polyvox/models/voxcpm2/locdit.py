@@ -1,0 +1,62 @@
+"""LocDiT V2: the velocity estimator of the flow-matching patch decoder.
+
+Its window is [conditioning (from both LMs), time, previous patch, noisy patch]; the velocity
+is read from the noisy-patch positions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .config import LMConfig
+from .local_transformer import LocalTransformer
+
+
+def sinusoidal_embedding(t: torch.Tensor, dim: int, scale: float = 1000.0) -> torch.Tensor:
+    """`t [N]` -> `[N, dim]` (sin half, then cos half), in `t`'s dtype."""
+    half = dim // 2
+    freq = torch.exp(torch.arange(half, dtype=t.dtype, device=t.device) * -(math.log(10000) / (half - 1)))
+    arg = scale * t.unsqueeze(1) * freq.unsqueeze(0)
+    return torch.cat((arg.sin(), arg.cos()), dim=-1)
+
+
+class TimestepEmbedding(nn.Module):
+    def __init__(self, in_channels: int, dim: int) -> None:
+        super().__init__()
+        self.linear_1 = nn.Linear(in_channels, dim, bias=True)
+        self.linear_2 = nn.Linear(dim, dim, bias=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear_2(nn.functional.silu(self.linear_1(x)))
+
+
+class LocDiT(nn.Module):
+    def __init__(self, config: LMConfig, in_channels: int) -> None:
+        super().__init__()
+        hidden = config.hidden_size
+        self.hidden_size = hidden
+        self.in_proj = nn.Linear(in_channels, hidden, bias=True)
+        self.cond_proj = nn.Linear(in_channels, hidden, bias=True)
+        self.out_proj = nn.Linear(hidden, in_channels, bias=True)
+        self.time_mlp = TimestepEmbedding(hidden, hidden)
+        self.delta_time_mlp = TimestepEmbedding(hidden, hidden)
+        self.decoder = LocalTransformer(config)
+
+    def forward(
+        self, x: torch.Tensor, mu: torch.Tensor, t: torch.Tensor, cond: torch.Tensor, dt: torch.Tensor
+    ) -> torch.Tensor:
+        """Velocity `[N, D, P]` of noisy patches `x [N, D, P]` at times `t [N]`.
+
+        `mu [N, k*hidden]` is the conditioning (k tokens), `cond [N, D, P']` the previous patch.
+        """
+        x = self.in_proj(x.transpose(1, 2))
+        cond = self.cond_proj(cond.transpose(1, 2))
+        time = self.time_mlp(sinusoidal_embedding(t, self.hidden_size).to(x.dtype))
+        time = time + self.delta_time_mlp(sinusoidal_embedding(dt, self.hidden_size).to(x.dtype))
+        mu = mu.view(x.shape[0], -1, self.hidden_size)
+        hidden = self.decoder(torch.cat([mu, time.unsqueeze(1), cond, x], dim=1))
+        start = mu.shape[1] + 1 + cond.shape[1]
+        return self.out_proj(hidden[:, start:]).transpose(1, 2)

@@ -1,0 +1,125 @@
+"""VoxCPM2LM: everything of VoxCPM2 but the AudioVAE, driven through the batched-inference API
+(`prefill`, `decode_patch`, `stop_logits`, `advance`) that both the batch-1 generator and the
+continuous-batching engine call. Parameter names are the official ones, so an official
+state_dict (minus `audio_vae.*`) loads unchanged.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .attention import AttentionMetadata
+from .cfm import UnifiedCFM
+from .config import VoxCPM2Config
+from .fsq import ScalarQuantizationLayer
+from .kv_cache import PagedKVCache
+from .locdit import LocDiT
+from .locenc import LocEnc
+from .minicpm4 import MiniCPM4Model
+
+AUDIO_START_TOKEN = 101
+AUDIO_END_TOKEN = 102
+REF_AUDIO_START_TOKEN = 103
+REF_AUDIO_END_TOKEN = 104
+
+
+class VoxCPM2LM(nn.Module):
+    def __init__(self, config: VoxCPM2Config) -> None:
+        super().__init__()
+        self.config = config
+        self.patch_size = config.patch_size
+        self.feat_dim = config.feat_dim
+        lm = config.lm_config
+        hidden = lm.hidden_size
+        self.scale_emb = lm.scale_emb if lm.use_mup else 1.0
+
+        self.base_lm = MiniCPM4Model(lm)
+        self.residual_lm = MiniCPM4Model(config.residual_lm_config)
+        self.feat_encoder = LocEnc(config.local_config(config.encoder_config), config.feat_dim)
+        self.feat_decoder = UnifiedCFM(LocDiT(config.local_config(config.dit_config), config.feat_dim))
+        self.fsq_layer = ScalarQuantizationLayer(
+            hidden, hidden, config.scalar_quantization_latent_dim, config.scalar_quantization_scale
+        )
+        self.enc_to_lm_proj = nn.Linear(config.encoder_config.hidden_dim, hidden)
+        self.lm_to_dit_proj = nn.Linear(hidden, config.dit_config.hidden_dim)
+        self.res_to_dit_proj = nn.Linear(hidden, config.dit_config.hidden_dim)
+        self.fusion_concat_proj = nn.Linear(2 * hidden, hidden)
+        self.stop_proj = nn.Linear(hidden, hidden)
+        self.stop_actn = nn.SiLU()
+        self.stop_head = nn.Linear(hidden, 2, bias=False)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.stop_head.weight.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.stop_head.weight.device
+
+    def make_kv_caches(self, num_blocks: int, block_size: int) -> tuple[PagedKVCache, PagedKVCache]:
+        """One pool per LM, same block geometry (one block table serves both)."""
+        return (
+            self.base_lm.make_kv_cache(num_blocks, block_size, self.dtype, self.device),
+            self.residual_lm.make_kv_cache(num_blocks, block_size, self.dtype, self.device),
+        )
+
+    def embed_patches(self, patches: torch.Tensor) -> torch.Tensor:
+        """LocEnc + enc_to_lm_proj: `[N, P, D]` -> `[N, hidden]`."""
+        return self.enc_to_lm_proj(self.feat_encoder(patches.to(self.dtype)))
+
+    def prefill(
+        self,
+        tokens: torch.Tensor,
+        text_mask: torch.Tensor,
+        audio_mask: torch.Tensor,
+        feats: torch.Tensor,
+        meta: AttentionMetadata,
+        base_kv: PagedKVCache,
+        res_kv: PagedKVCache,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run a packed batch of prompt pieces; hidden states `[B, H]` of each sequence's last token."""
+        text_mask = text_mask.to(self.dtype).unsqueeze(-1)
+        audio_mask = audio_mask.to(self.dtype).unsqueeze(-1)
+        is_audio = audio_mask.squeeze(-1) != 0
+        feat_embed = torch.zeros(
+            tokens.shape[0], self.config.lm_config.hidden_size, dtype=self.dtype, device=self.device
+        )
+        if bool(is_audio.any()):
+            feat_embed[is_audio] = self.embed_patches(feats[is_audio])
+        text_embed = self.base_lm.embed_tokens(tokens) * self.scale_emb
+        embeds = text_mask * text_embed + audio_mask * feat_embed
+
+        lm_out = self.base_lm(embeds, meta, base_kv)
+        lm_out = self.fsq_layer(lm_out) * audio_mask + lm_out * text_mask
+        residual_in = self.fusion_concat_proj(torch.cat((lm_out, audio_mask * feat_embed), dim=-1))
+        residual_out = self.residual_lm(residual_in, meta, res_kv)
+        last = meta.query_start_loc[1:] - 1
+        return lm_out[last], residual_out[last]
+
+    def decode_patch(
+        self,
+        lm_hidden: torch.Tensor,
+        residual_hidden: torch.Tensor,
+        prev_patch: torch.Tensor,
+        noise: torch.Tensor,
+        cfg_value: torch.Tensor,
+        timesteps: int,
+    ) -> torch.Tensor:
+        """The next patch `[B, P, D]` of each sequence; `noise [B, D, P]` is already temperature-scaled."""
+        mu = torch.cat((self.lm_to_dit_proj(lm_hidden), self.res_to_dit_proj(residual_hidden)), dim=-1)
+        cond = prev_patch.to(self.dtype).transpose(1, 2)
+        return self.feat_decoder(mu, cond, noise, cfg_value, timesteps).transpose(1, 2)
+
+    def stop_logits(self, lm_hidden: torch.Tensor) -> torch.Tensor:
+        """`[B, 2]`; argmax 1 means "stop after this patch"."""
+        return self.stop_head(self.stop_actn(self.stop_proj(lm_hidden)))
+
+    def advance(
+        self, patch: torch.Tensor, meta: AttentionMetadata, base_kv: PagedKVCache, res_kv: PagedKVCache
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Feed each sequence's newest patch `[B, P, D]` back through both LMs (one token each)."""
+        embed = self.embed_patches(patch)
+        lm_hidden = self.fsq_layer(self.base_lm(embed, meta, base_kv))
+        residual_in = self.fusion_concat_proj(torch.cat((lm_hidden, embed), dim=-1))
+        return lm_hidden, self.residual_lm(residual_in, meta, res_kv)
