@@ -1,0 +1,197 @@
+"""The embedded CPU voice: piper-tts speaking the pinned `en_US-joe-medium` voice, sentence by sentence.
+
+It is what polyvox serves with no VoxCPM2 checkpoint (model id `polyvox-embedded`). One English
+speaker, 22,050 Hz (the voice config's rate), no cloning, no voice design:
+
+- Voices: all 13 OpenAI names are the same speaker. They differ only in piper's noise scales,
+  i.e. how lively the delivery is: calm (onyx, echo, sage, cedar, ash: noise 0.5/0.6), default
+  (alloy, fable, verse, marin: the voice's own 0.667/0.8) and lively (nova, shimmer, coral, ballad:
+  0.8/0.9). Any other voice name is refused.
+- `instructions` are accepted and ignored: piper has no way to follow them.
+- Speed is native, through piper's `length_scale`, mapped by the measured duration curve of this
+  voice (durations do not scale 1:1 with `length_scale`). The voice cannot speak faster than about
+  2x (`EngineInfo.extra["max_native_speed"]`); faster requests are spoken at that limit.
+- Only Latin-script text is spoken. Chinese, Japanese, Korean or other scripts are refused with
+  `unsupported_language` rather than read out as English-letter gibberish; VoxCPM2 speaks them.
+
+Synthesis runs in a small thread pool owned by the engine. The next sentence is synthesised only
+when the consumer asks for it, so closing the iterator stops the utterance after at most the
+sentence in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from polyvox.engines.base import OPENAI_VOICES, EngineInfo, SynthesisRequest
+from polyvox.engines.embedded_voice import VOICE_NAME, VOICE_SHA256, VoiceFiles, load_voice, locate_voice
+from polyvox.engines.errors import EngineError, EngineInputError
+from polyvox.text.script import Script, detect_scripts, foreign_letters
+from polyvox.text.split import split_sentences
+
+MODEL_ID = "polyvox-embedded"
+
+
+@dataclass(frozen=True)
+class VoiceStyle:
+    noise_scale: float
+    noise_w_scale: float
+
+
+_CALM = VoiceStyle(0.5, 0.6)
+_DEFAULT = VoiceStyle(0.667, 0.8)
+_LIVELY = VoiceStyle(0.8, 0.9)
+VOICE_STYLES: dict[str, VoiceStyle] = {
+    **dict.fromkeys(("onyx", "echo", "sage", "cedar", "ash"), _CALM),
+    **dict.fromkeys(("alloy", "fable", "verse", "marin"), _DEFAULT),
+    **dict.fromkeys(("nova", "shimmer", "coral", "ballad"), _LIVELY),
+}
+assert set(VOICE_STYLES) == set(OPENAI_VOICES)
+
+# (length_scale, duration of speech relative to length_scale 1), averaged over eight English
+# sentences for this voice (piper rounds each phoneme up to whole frames, so the curve flattens
+# towards a floor of about half the normal duration).
+_SPEED_CURVE = np.array([
+    (0.25, 0.505), (0.3, 0.523), (0.4, 0.578), (0.5, 0.632), (0.6, 0.679), (0.7, 0.771),
+    (0.85, 0.925), (1.0, 1.0), (1.2, 1.104), (1.4, 1.29), (1.7, 1.534), (2.0, 1.756),
+    (2.5, 2.142), (3.0, 2.509), (4.0, 3.274), (5.0, 4.028), (6.0, 4.775),
+])  # fmt: skip
+_LENGTH_SCALES, _DURATION_RATIOS = _SPEED_CURVE[:, 0], _SPEED_CURVE[:, 1]
+MAX_NATIVE_SPEED = round(1.0 / float(_DURATION_RATIOS[0]), 2)
+
+
+def length_scale_for(speed: float) -> float:
+    """Piper's `length_scale` that makes this voice speak at `speed` times its normal rate."""
+    return float(np.interp(1.0 / speed, _DURATION_RATIOS, _LENGTH_SCALES))
+
+
+class EmbeddedEngine:
+    """The piper voice behind the Engine contract (see `polyvox.engines.base`)."""
+
+    def __init__(
+        self,
+        max_workers: int = 2,
+        max_chars: int = 200,
+        files: VoiceFiles | None = None,
+        expected_sha256: str = VOICE_SHA256,
+    ):
+        self.max_chars = max_chars
+        self._max_workers = max_workers
+        self._files = files
+        self._expected_sha256 = expected_sha256
+        self._voice = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._count_lock = threading.Lock()
+        self.sentences_synthesised = 0
+        self.info = EngineInfo(
+            name="embedded",
+            model_id=MODEL_ID,
+            sample_rate=22050,
+            native_speed=True,
+            can_clone=False,
+            languages=("en",),
+            extra={
+                "voice": VOICE_NAME,
+                "voice_sha256": VOICE_SHA256,
+                "max_native_speed": str(MAX_NATIVE_SPEED),
+            },
+        )
+
+    @property
+    def ready(self) -> bool:
+        return self._voice is not None
+
+    async def start(self) -> None:
+        if self._voice is not None:
+            return
+        pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="polyvox-embedded")
+        try:
+            voice = await asyncio.get_running_loop().run_in_executor(pool, self._load)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        self.info.sample_rate = voice.config.sample_rate
+        self._pool, self._voice = pool, voice
+
+    async def stop(self) -> None:
+        pool, self._pool, self._voice = self._pool, None, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def validate(self, request: SynthesisRequest) -> None:
+        if request.reference is not None:
+            raise EngineInputError(
+                "The embedded voice cannot clone a voice; serve the VoxCPM2 engine (polyvox --model ...) "
+                "to clone from reference audio.",
+                param="voice",
+                code="cloning_unsupported",
+            )
+        if request.voice not in VOICE_STYLES:
+            raise EngineInputError(
+                f"Unknown voice {request.voice!r} for the embedded engine; choose one of: "
+                f"{', '.join(OPENAI_VOICES)}.",
+                param="voice",
+                code="unknown_voice",
+            )
+        if not request.text.strip():
+            raise EngineInputError(
+                "The input is empty: there is no text to speak.", param="input", code="empty_input"
+            )
+        if detect_scripts(request.text) - {Script.LATIN}:
+            sample = foreign_letters(request.text)[:12]
+            raise EngineInputError(
+                f"The embedded English voice cannot speak this text (it contains {sample!r}); only English "
+                "is supported. Serve the VoxCPM2 engine (polyvox --model ...) for Chinese and other "
+                "languages.",
+                param="input",
+                code="unsupported_language",
+            )
+        if not any(char.isalnum() for char in request.text):
+            raise EngineInputError(
+                "The input has no words or numbers to speak.", param="input", code="empty_input"
+            )
+        if not request.speed > 0:
+            raise EngineInputError("speed must be positive.", param="speed", code="invalid_speed")
+
+    async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+        """Yield each sentence's float32 audio as soon as it is synthesised."""
+        self.validate(request)
+        voice, pool = self._voice, self._pool
+        if voice is None or pool is None:
+            raise EngineError("The embedded engine is not started.")
+        from piper import SynthesisConfig
+
+        style = VOICE_STYLES[request.voice]
+        config = SynthesisConfig(
+            length_scale=length_scale_for(request.speed),
+            noise_scale=style.noise_scale,
+            noise_w_scale=style.noise_w_scale,
+            volume=0.9,
+        )
+        loop = asyncio.get_running_loop()
+        for sentence in split_sentences(request.text, self.max_chars):
+            if self._pool is not pool:
+                raise EngineError("The embedded engine stopped before the utterance was finished.")
+            audio = await loop.run_in_executor(pool, self._synthesize, voice, sentence, config)
+            if audio.size:
+                yield audio
+
+    def _load(self):
+        voice = load_voice(self._files or locate_voice(), self._expected_sha256)
+        for _ in voice.synthesize("Hello."):
+            pass
+        return voice
+
+    def _synthesize(self, voice, sentence: str, config) -> np.ndarray:
+        chunks = [chunk.audio_float_array for chunk in voice.synthesize(sentence, syn_config=config)]
+        with self._count_lock:
+            self.sentences_synthesised += 1
+        if not chunks:
+            return np.zeros(0, dtype=np.float32)
+        return np.concatenate(chunks).astype(np.float32, copy=False)

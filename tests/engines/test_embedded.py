@@ -1,0 +1,211 @@
+"""The embedded piper voice through the Engine contract: real synthesis, checked by ear (Whisper)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+
+from helpers.asr import transcribe, word_error_rate
+from polyvox.engines.base import OPENAI_VOICES, Engine, ReferenceAudio, SynthesisRequest
+from polyvox.engines.embedded import EmbeddedEngine
+from polyvox.engines.embedded_voice import VoiceIntegrityError, locate_voice
+from polyvox.engines.errors import EngineInputError
+
+TWO_SENTENCES = "The quick brown fox jumps over the lazy dog. Then it ran across the green field."
+
+
+@pytest.fixture(scope="module")
+def engine() -> EmbeddedEngine:
+    engine = EmbeddedEngine()
+    asyncio.run(engine.start())
+    yield engine
+    asyncio.run(engine.stop())
+
+
+def synthesize(engine: EmbeddedEngine, text: str, **fields) -> list[np.ndarray]:
+    async def collect() -> list[np.ndarray]:
+        return [chunk async for chunk in engine.generate(SynthesisRequest(text=text, **fields))]
+
+    return asyncio.run(collect())
+
+
+def seconds(engine: EmbeddedEngine, chunks: list[np.ndarray]) -> float:
+    return sum(len(chunk) for chunk in chunks) / engine.info.sample_rate
+
+
+def test_engine_is_ready_after_start_and_describes_itself(engine):
+    assert isinstance(engine, Engine)
+    assert engine.ready
+    voice_config = json.loads(locate_voice().config.read_text())
+    assert engine.info.sample_rate == voice_config["audio"]["sample_rate"]
+    assert engine.info.name == "embedded"
+    assert engine.info.model_id == "polyvox-embedded"
+    assert engine.info.native_speed is True
+    assert engine.info.can_clone is False
+    assert set(engine.info.voices) == set(OPENAI_VOICES)
+
+
+def test_not_ready_before_start():
+    assert not EmbeddedEngine().ready
+
+
+def test_speech_is_float32_mono_one_chunk_per_sentence_with_plausible_duration(engine):
+    chunks = synthesize(engine, TWO_SENTENCES)
+    assert len(chunks) == 2
+    for chunk in chunks:
+        assert chunk.dtype == np.float32
+        assert chunk.ndim == 1
+        assert np.all(np.isfinite(chunk))
+        assert np.abs(chunk).max() <= 1.0
+        assert np.sqrt(np.mean(chunk**2)) > 0.02  # not silence
+    words = len(TWO_SENTENCES.split())
+    # Conversational English runs at roughly 2-4 words per second.
+    assert words / 5.0 < seconds(engine, chunks) < words / 1.5
+
+
+@pytest.mark.parametrize(
+    ("voice", "sentence"),
+    [
+        ("alloy", "Please call Stella and ask her to bring these things with her from the store."),
+        ("nova", "The weather today is sunny and warm, so we will walk to the park."),
+    ],
+)
+def test_speech_is_intelligible(engine, voice, sentence):
+    audio = np.concatenate(synthesize(engine, sentence, voice=voice))
+    heard = transcribe(audio, engine.info.sample_rate)
+    assert word_error_rate(sentence, heard) <= 0.25, heard
+
+
+@pytest.mark.parametrize(("speed", "low", "high"), [(2.0, 0.38, 0.66), (0.5, 1.6, 2.5)])
+def test_speed_changes_duration_natively(engine, speed, low, high):
+    normal = np.mean([seconds(engine, synthesize(engine, TWO_SENTENCES)) for _ in range(2)])
+    changed = np.mean([seconds(engine, synthesize(engine, TWO_SENTENCES, speed=speed)) for _ in range(2)])
+    assert low < changed / normal < high
+
+
+def test_fast_speech_stays_intelligible(engine):
+    sentence = "Could you tell me the way to the nearest library?"
+    audio = np.concatenate(synthesize(engine, sentence, speed=1.5))
+    assert word_error_rate(sentence, transcribe(audio, engine.info.sample_rate)) <= 0.25
+
+
+def test_every_openai_voice_speaks_and_instructions_are_ignored(engine):
+    for voice in OPENAI_VOICES:
+        chunks = synthesize(engine, "Hello there.", voice=voice, instructions="Speak like a pirate.")
+        assert 0.3 < seconds(engine, chunks) < 3.0, voice
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "你好，世界。",
+        "こんにちは、元気ですか？",
+        "안녕하세요",
+        "Привет, как дела?",
+        "Hello 你好, how are you?",
+    ],
+)
+def test_text_in_other_scripts_is_refused_as_unsupported_language(engine, text):
+    with pytest.raises(EngineInputError) as refused:
+        engine.validate(SynthesisRequest(text=text))
+    assert refused.value.param == "input"
+    assert refused.value.code == "unsupported_language"
+    assert "English" in refused.value.message and "VoxCPM2" in refused.value.message
+
+
+def test_generate_refuses_chinese_without_synthesising(engine):
+    before = engine.sentences_synthesised
+    with pytest.raises(EngineInputError) as refused:
+        synthesize(engine, "今天天气很好。我们去公园吧。")
+    assert refused.value.code == "unsupported_language"
+    assert engine.sentences_synthesised == before
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "?!..."])
+def test_text_with_nothing_to_say_is_refused(engine, text):
+    with pytest.raises(EngineInputError) as refused:
+        engine.validate(SynthesisRequest(text=text))
+    assert refused.value.param == "input"
+
+
+def test_unknown_voice_is_refused(engine):
+    with pytest.raises(EngineInputError) as refused:
+        engine.validate(SynthesisRequest(text="Hello.", voice="darth"))
+    assert refused.value.param == "voice"
+    assert "alloy" in refused.value.message
+
+
+def test_cloning_is_refused_with_a_pointer_to_voxcpm2(engine):
+    reference = ReferenceAudio(samples=np.zeros(16000, np.float32), sample_rate=16000, content_hash="0" * 64)
+    with pytest.raises(EngineInputError) as refused:
+        engine.validate(SynthesisRequest(text="Hello.", reference=reference))
+    assert refused.value.param == "voice"
+    assert refused.value.code == "cloning_unsupported"
+    assert "VoxCPM2" in refused.value.message
+
+
+def test_closing_the_stream_after_the_first_sentence_stops_synthesis(engine):
+    text = "This is the first sentence. Here is the second one. A third follows it. And a fourth ends it."
+
+    async def first_chunk_then_close() -> np.ndarray:
+        stream = engine.generate(SynthesisRequest(text=text))
+        first = await anext(stream)
+        await stream.aclose()
+        return first
+
+    before = engine.sentences_synthesised
+    first = asyncio.run(first_chunk_then_close())
+    assert first.size > 0
+    assert engine.sentences_synthesised - before == 1
+
+    before = engine.sentences_synthesised
+    assert len(synthesize(engine, text)) == 4
+    assert engine.sentences_synthesised - before == 4
+
+
+def test_synthesis_runs_off_the_event_loop(engine):
+    async def scenario() -> int:
+        ticks = 0
+        done = asyncio.Event()
+
+        async def ticker():
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await asyncio.sleep(0)
+
+        async def first_chunk():
+            stream = engine.generate(SynthesisRequest(text=TWO_SENTENCES))
+            await anext(stream)
+            seen = ticks
+            await stream.aclose()
+            done.set()
+            return seen
+
+        seen, _ = await asyncio.gather(first_chunk(), ticker())
+        return seen
+
+    assert asyncio.run(scenario()) > 0
+
+
+def test_concurrent_requests_all_complete(engine):
+    texts = [f"This is request number {n}." for n in range(1, 6)]
+
+    async def run_all():
+        async def one(text):
+            return [chunk async for chunk in engine.generate(SynthesisRequest(text=text))]
+
+        return await asyncio.gather(*(one(text) for text in texts))
+
+    results = asyncio.run(run_all())
+    assert all(seconds(engine, chunks) > 0.5 for chunks in results)
+
+
+def test_a_voice_file_that_does_not_match_the_pinned_hash_is_refused():
+    engine = EmbeddedEngine(expected_sha256="0" * 64)
+    with pytest.raises(VoiceIntegrityError, match="SHA-256"):
+        asyncio.run(engine.start())
+    assert not engine.ready

