@@ -1,0 +1,130 @@
+"""Continuous batching on a tiny random VoxCPM2: a request's output does not depend on its company,
+on preemption, or on where its prompt KV came from; every KV block returns to the pool."""
+
+from __future__ import annotations
+
+import torch
+
+from polyvox.engine.sequence import SamplingParams, SequenceStatus
+
+ATOL = 1e-4
+
+
+def mixed_requests(tiny):
+    ref = tiny.clip_patches(0.64)
+    other_ref = tiny.clip_patches(0.48, freq=330.0)
+    return [
+        (tiny.zero_shot(12), SamplingParams(seed=1, min_len=9, max_len=9)),
+        (tiny.zero_shot(5, offset=40), SamplingParams(seed=2, min_len=4, max_len=4, cfg_value=3.0)),
+        (tiny.reference(8, ref), SamplingParams(seed=3, min_len=7, max_len=7)),
+        (tiny.reference(20, ref, offset=7), SamplingParams(seed=4, min_len=11, max_len=11, cfg_value=1.5)),
+        (
+            tiny.continuation(6, other_ref),
+            SamplingParams(seed=5, min_len=6, max_len=6, inference_timesteps=5),
+        ),
+        (tiny.zero_shot(30, offset=90), SamplingParams(seed=6, min_len=8, max_len=8, temperature=0.7)),
+        (tiny.reference(3, other_ref, offset=3), SamplingParams(seed=7, min_len=5, max_len=5)),
+        (tiny.zero_shot(9, offset=60), SamplingParams(seed=8, max_len=10, inference_timesteps=4)),
+    ]
+
+
+def run_alone(tiny, requests):
+    return [tiny.engine().generate([p], [sp])[0] for p, sp in requests]
+
+
+def assert_same(got, want):
+    assert got[0].shape == want[0].shape
+    assert torch.allclose(got[0], want[0], atol=ATOL, rtol=0), (got[0] - want[0]).abs().max()
+    assert abs(got[1] - want[1]).max() <= ATOL
+
+
+def test_outputs_in_a_mixed_batch_equal_outputs_alone_even_with_cancellations(tiny):
+    requests = mixed_requests(tiny)
+    alone = run_alone(tiny, requests)
+    engine = tiny.engine(max_num_batched_tokens=64)  # prompts are prefilled in chunks alongside decodes
+    seqs = [engine.add_request(p, sp) for p, sp in requests]
+    doomed = [
+        engine.add_request(tiny.zero_shot(15, offset=5), SamplingParams(seed=9, max_len=20)) for _ in range(2)
+    ]
+    got = {s.seq_id: ([], []) for s in seqs}
+    steps = 0
+    while engine.has_work():
+        for out in engine.step():
+            if out.seq_id in got:
+                got[out.seq_id][0].append(out.latent)
+                got[out.seq_id][1].append(out.audio)
+        steps += 1
+        if steps == 3:
+            for d in doomed:
+                engine.abort(d.seq_id)
+                assert d.block_table == [] and d.status is SequenceStatus.FINISHED
+    assert engine.stats().mean_batch_size > 4
+    for s, want in zip(seqs, alone, strict=True):
+        lat, audio = got[s.seq_id]
+        assert_same((torch.cat(lat, dim=1), torch.cat([torch.as_tensor(a) for a in audio]).numpy()), want)
+    assert engine.block_manager.num_free == engine.block_manager.num_blocks
+
+
+def test_each_patch_streams_as_one_160ms_chunk_at_48khz(tiny):
+    engine = tiny.engine()
+    seq = engine.add_request(tiny.zero_shot(6), SamplingParams(seed=1, min_len=3, max_len=3))
+    chunks = []
+    while engine.has_work():
+        chunks += [o.audio for o in engine.step() if o.seq_id == seq.seq_id]
+    assert [len(c) for c in chunks] == [7680, 7680, 7680]
+
+
+def test_preempted_requests_resume_with_identical_output(tiny):
+    requests = mixed_requests(tiny)
+    alone = run_alone(tiny, requests)
+    engine = tiny.engine(num_kv_blocks=30, enable_prefix_caching=False)
+    got = engine.generate([p for p, _ in requests], [sp for _, sp in requests])
+    assert engine.stats().preemptions > 0
+    for g, want in zip(got, alone, strict=True):
+        assert_same(g, want)
+    assert engine.block_manager.num_free == engine.block_manager.num_blocks
+
+
+def test_a_prefix_cache_hit_gives_the_same_output_as_a_miss(tiny):
+    ref = tiny.clip_patches(0.96)
+    first = tiny.reference(5, ref)
+    second = tiny.reference(9, ref, offset=33)
+    params = SamplingParams(seed=11, min_len=6, max_len=6)
+    miss = tiny.engine(enable_prefix_caching=False).generate([second], [params])[0]
+    engine = tiny.engine()
+    engine.generate([first], [SamplingParams(seed=1, max_len=3)])
+    assert engine.stats().prefix_cache_hits == 0
+    hit = engine.generate([second], [params])[0]
+    stats = engine.stats()
+    assert stats.prefix_cache_hits >= len(ref) // 4  # the reference's blocks came from the cache
+    assert 0 < stats.prefix_cache_hit_rate <= 1
+    assert_same(hit, miss)
+    assert engine.block_manager.num_free == engine.block_manager.num_blocks
+
+
+def test_same_seed_same_output_different_seed_different_output(tiny):
+    engine = tiny.engine()
+    p = tiny.zero_shot(8)
+    a, b, c = engine.generate(
+        [p, p, p],
+        [SamplingParams(seed=5, max_len=4, min_len=4)] * 2 + [SamplingParams(seed=6, max_len=4, min_len=4)],
+    )
+    assert torch.equal(a[0], b[0])
+    assert (a[0] - c[0]).abs().max() > 1e-3
+
+
+def test_stop_head_ends_a_request_only_after_min_len(tiny):
+    engine = tiny.engine()
+    with torch.no_grad():
+        saved = tiny.lm.stop_head.weight.clone()
+        tiny.lm.stop_head.weight.zero_()
+        tiny.lm.stop_head.weight[1].fill_(1.0)  # the stop class always wins unless the projection is negative
+        tiny.lm.stop_proj.bias.add_(100.0)
+    try:
+        latents, _ = engine.generate([tiny.zero_shot(8)], [SamplingParams(seed=1, min_len=3, max_len=50)])[0]
+    finally:
+        with torch.no_grad():
+            tiny.lm.stop_head.weight.copy_(saved)
+            tiny.lm.stop_proj.bias.sub_(100.0)
+    # like the official loop: patch i may stop only when i > min_len, and the stopping patch is kept
+    assert latents.shape[1] == (3 + 2) * tiny.config.patch_size
