@@ -20,7 +20,7 @@ from polyvox.audio import formats
 from polyvox.audio.encode import wav_header
 from polyvox.audio.errors import UnsupportedFormat
 from polyvox.audio.pipeline import OutputPipeline
-from polyvox.engines.base import OPENAI_VOICES, Engine, ReferenceAudio, SynthesisRequest
+from polyvox.engines.base import OPENAI_VOICES, Engine, EngineInfo, ReferenceAudio, SynthesisRequest
 from polyvox.server.admission import Admission, Overloaded
 from polyvox.server.errors import APIError
 from polyvox.server.metrics import Metrics
@@ -108,12 +108,12 @@ class SpeechService:
             fmt, out_rate = formats.resolve(body.response_format, body.sample_rate)
         except UnsupportedFormat as exc:
             raise APIError(400, exc.message, param=exc.param, code="unsupported_format") from exc
-        native = self.engine.info.native_speed
+        engine_speed, pipeline_speed = split_speed(self.engine.info, body.speed)
         request = SynthesisRequest(
             text=text,
             voice=body.voice,
             instructions=body.instructions,
-            speed=body.speed if native else 1.0,
+            speed=engine_speed,
             seed=body.seed,
             cfg_value=body.cfg_value,
             inference_timesteps=body.inference_timesteps,
@@ -121,7 +121,7 @@ class SpeechService:
             request_id=uuid.uuid4().hex,
         )
         self.engine.validate(request)
-        return SpeechJob(request, fmt, out_rate, 1.0 if native else body.speed, stream)
+        return SpeechJob(request, fmt, out_rate, pipeline_speed, stream)
 
     async def admit(self, request: Request) -> None:
         """Take an admission slot (waiting in line); 429 when the line is full, ClientGone on disconnect."""
@@ -168,10 +168,21 @@ class SpeechService:
 
     async def whole(self, job: SpeechJob) -> bytes:
         """The complete file for a non-streamed answer (WAV gets its exact sizes)."""
-        data = b"".join([piece async for piece in self.audio(job)])
-        if job.fmt.name == "wav" and len(data) >= 44:
-            data = wav_header(job.out_rate, (len(data) - 44) // 2) + data[44:]
-        return data
+        return complete_file(b"".join([piece async for piece in self.audio(job)]), job.fmt, job.out_rate)
+
+
+def split_speed(info: EngineInfo, speed: float) -> tuple[float, float]:
+    """(engine speed, pipeline speed) whose product is `speed`: engines with native speed apply it
+    (up to `info.extra["max_native_speed"]`), the OutputPipeline time-stretches the rest."""
+    engine_speed = min(speed, float(info.extra.get("max_native_speed", "inf"))) if info.native_speed else 1.0
+    return engine_speed, speed / engine_speed
+
+
+def complete_file(data: bytes, fmt: formats.AudioFormat, sample_rate: int) -> bytes:
+    """A whole stream-encoded file made exact: WAV gets its real sizes instead of the streaming ones."""
+    if fmt.name == "wav" and len(data) >= 44:
+        return wav_header(sample_rate, (len(data) - 44) // 2) + data[44:]
+    return data
 
 
 async def wait_for_disconnect(request: Request) -> None:

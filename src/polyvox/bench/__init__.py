@@ -1,0 +1,1 @@
+"""Benchmarking tools: the HTTP load generator behind `polyvox bench`."""

@@ -1,0 +1,271 @@
+"""The `polyvox` command: `serve` (the HTTP server), `say` (synthesise without a server) and `bench`
+(a load generator against a running server). Subcommands live in a registry, so adding one is a
+small, separate change; `polyvox.cli_checkpoint.register(subparsers)` is picked up when present."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import logging
+import os
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+from polyvox import __version__
+from polyvox.settings import Settings
+
+log = logging.getLogger("polyvox")
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+OPTIONAL_SUBCOMMAND_MODULES = ("polyvox.cli_checkpoint",)
+
+
+# --- settings as flags -----------------------------------------------------------------------------
+
+
+def _flag_type(annotation: Any) -> tuple[Callable[[str], Any], tuple[Any, ...] | None]:
+    """The argparse `type` and `choices` for a Settings field's annotation (Optional unwrapped)."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        annotation = next(arg for arg in get_args(annotation) if arg is not type(None))
+    if get_origin(annotation) is Literal:
+        choices = get_args(annotation)
+        return type(choices[0]), choices
+    return annotation, None
+
+
+def add_settings_flags(parser: argparse.ArgumentParser) -> None:
+    """One `--flag` per Settings field (e.g. `--max-num-seqs`), plus `--config FILE`."""
+    group = parser.add_argument_group("settings (also POLYVOX_* environment variables)")
+    group.add_argument(
+        "--config", metavar="FILE", help="TOML or JSON settings file (same as POLYVOX_CONFIG)."
+    )
+    for name, field in Settings.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        kind, choices = _flag_type(field.annotation)
+        help_text = f"{field.description} (default: {field.default})"
+        if kind is bool:
+            action = argparse.BooleanOptionalAction
+            group.add_argument(flag, dest=name, action=action, default=argparse.SUPPRESS, help=help_text)
+        else:
+            metavar = name.upper() if choices is None else None
+            group.add_argument(
+                flag,
+                dest=name,
+                type=kind,
+                choices=choices,
+                default=argparse.SUPPRESS,
+                metavar=metavar,
+                help=help_text,
+            )
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """Settings from flags over environment over config file over defaults."""
+    if getattr(args, "config", None):
+        os.environ["POLYVOX_CONFIG"] = str(args.config)
+    overrides = {name: getattr(args, name) for name in Settings.model_fields if hasattr(args, name)}
+    return Settings(**overrides)
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+# --- serve -----------------------------------------------------------------------------------------
+
+
+def add_serve(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("serve", help="Run the OpenAI-compatible HTTP server.")
+    add_settings_flags(parser)
+    parser.set_defaults(func=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from polyvox.server.app import create_app
+
+    settings = settings_from_args(args)
+    _setup_logging(settings.log_level)
+    app = create_app(settings)
+    info = app.state.engine.info
+    log.info("serving %s (model %s) on http://%s:%d", info.name, info.model_id, settings.host, settings.port)
+    if settings.host not in LOOPBACK_HOSTS:
+        log.warning(
+            "listening on %s, beyond loopback: anyone who can reach this port can use the server",
+            settings.host,
+        )
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+    return 0
+
+
+# --- say -------------------------------------------------------------------------------------------
+
+
+def add_say(subparsers: argparse._SubParsersAction) -> None:
+    from polyvox.audio.formats import FORMATS
+
+    parser = subparsers.add_parser("say", help="Synthesise TEXT to a file without a server.")
+    parser.add_argument("text", metavar="TEXT", help="What to say.")
+    parser.add_argument("-v", "--voice", default="alloy", help="Voice name (default: alloy).")
+    parser.add_argument(
+        "-f", "--format", default="wav", choices=tuple(FORMATS), help="Audio format (default: wav)."
+    )
+    parser.add_argument("-o", "--output", help="Output file (default: speech.<format>; '-' writes stdout).")
+    parser.add_argument("--speed", type=float, default=1.0, help="0.25 to 4.0 (default: 1.0).")
+    parser.add_argument("--sample-rate", type=int, default=None, help="Output sample rate (default: 24000).")
+    parser.add_argument(
+        "--instructions", default=None, help="Style instructions, for engines that follow them."
+    )
+    add_settings_flags(parser)
+    parser.set_defaults(func=run_say)
+
+
+async def synthesize_file(
+    settings: Settings,
+    text: str,
+    voice: str,
+    fmt: str,
+    speed: float = 1.0,
+    sample_rate: int | None = None,
+    instructions: str | None = None,
+) -> bytes:
+    """The whole utterance as a file of `fmt`: engine and OutputPipeline, no server."""
+    from polyvox.audio.formats import resolve
+    from polyvox.audio.pipeline import OutputPipeline
+    from polyvox.engines.base import SynthesisRequest
+    from polyvox.engines.factory import build_engine
+    from polyvox.server.synthesis import complete_file, split_speed
+
+    audio_format, out_rate = resolve(fmt, sample_rate)
+    engine = build_engine(settings)
+    await engine.start()
+    try:
+        engine_speed, pipeline_speed = split_speed(engine.info, speed)
+        request = SynthesisRequest(text=text, voice=voice, speed=engine_speed, instructions=instructions)
+        engine.validate(request)
+        pipeline = OutputPipeline(engine.info.sample_rate, out_rate, audio_format, speed=pipeline_speed)
+        parts = [await asyncio.to_thread(pipeline.push, chunk) async for chunk in engine.generate(request)]
+        parts.append(await asyncio.to_thread(pipeline.finish))
+    finally:
+        await engine.stop()
+    return complete_file(b"".join(parts), audio_format, out_rate)
+
+
+def run_say(args: argparse.Namespace) -> int:
+    from polyvox.audio.errors import UnsupportedFormat
+    from polyvox.engines.errors import EngineError, EngineInputError
+
+    settings = settings_from_args(args)
+    _setup_logging("warning" if settings.log_level == "info" else settings.log_level)
+    if not 0.25 <= args.speed <= 4.0:
+        print("polyvox say: --speed must be between 0.25 and 4.0", file=sys.stderr)
+        return 2
+    try:
+        data = asyncio.run(
+            synthesize_file(
+                settings, args.text, args.voice, args.format, args.speed, args.sample_rate, args.instructions
+            )
+        )
+    except (EngineInputError, UnsupportedFormat) as exc:
+        print(f"polyvox say: {exc}", file=sys.stderr)
+        return 2
+    except EngineError as exc:
+        print(f"polyvox say: synthesis failed: {exc}", file=sys.stderr)
+        return 1
+    if args.output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        path = Path(args.output or f"speech.{args.format}")
+        path.write_bytes(data)
+        print(f"wrote {path} ({len(data)} bytes)", file=sys.stderr)
+    return 0
+
+
+# --- bench -----------------------------------------------------------------------------------------
+
+
+def add_bench(subparsers: argparse._SubParsersAction) -> None:
+    from polyvox.audio.formats import FORMATS
+
+    parser = subparsers.add_parser("bench", help="Load-test a running server's /v1/audio/speech.")
+    parser.add_argument("--url", default="http://127.0.0.1:8000", help="Server base URL.")
+    parser.add_argument("--concurrency", type=int, default=8, help="Requests in flight at once (default: 8).")
+    parser.add_argument("--requests", type=int, default=32, help="Requests in all (default: 32).")
+    parser.add_argument(
+        "--stream", action="store_true", help="Stream (stream_format=audio) and report viability."
+    )
+    parser.add_argument(
+        "--format", default="pcm", choices=tuple(FORMATS), help="response_format (default: pcm)."
+    )
+    parser.add_argument("--input", default=None, help="Text of every request (default: a ~10 s paragraph).")
+    parser.add_argument("--voice", default="alloy", help="Voice (default: alloy).")
+    parser.add_argument("--model", default="tts-1", help="Model field of each request (default: tts-1).")
+    parser.add_argument("--timeout", type=float, default=600.0, help="Per-request timeout, seconds.")
+    parser.add_argument("--json", action="store_true", help="Print exactly one JSON object.")
+    parser.set_defaults(func=run_bench)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from polyvox.bench.loadgen import DEFAULT_INPUT, BenchConfig, format_report, run_load
+
+    if args.concurrency < 1 or args.requests < 1:
+        print("polyvox bench: --concurrency and --requests must be at least 1", file=sys.stderr)
+        return 2
+    config = BenchConfig(
+        url=args.url,
+        concurrency=args.concurrency,
+        requests=args.requests,
+        stream=args.stream,
+        response_format=args.format,
+        input=args.input or DEFAULT_INPUT,
+        voice=args.voice,
+        model=args.model,
+        timeout_s=args.timeout,
+    )
+    report = asyncio.run(run_load(config))
+    print(json.dumps(report) if args.json else format_report(report))
+    return 0 if report["errors"] == 0 else 1
+
+
+# --- entry point -----------------------------------------------------------------------------------
+
+SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
+    "serve": add_serve,
+    "say": add_say,
+    "bench": add_bench,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="polyvox", description="Self-hosted, OpenAI-compatible text-to-speech."
+    )
+    parser.add_argument("--version", action="version", version=f"polyvox {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in SUBCOMMANDS.values():
+        add(subparsers)
+    for module_name in OPTIONAL_SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
