@@ -124,6 +124,11 @@ def test_generate_refuses_chinese_without_synthesising(engine):
     assert engine.sentences_synthesised == before
 
 
+def test_english_with_greek_symbols_is_spoken(engine):
+    chunks = synthesize(engine, "The value of π is about three, and α is the first letter.")
+    assert seconds(engine, chunks) > 1.0
+
+
 @pytest.mark.parametrize("text", ["", "   \n\t ", "?!..."])
 def test_text_with_nothing_to_say_is_refused(engine, text):
     with pytest.raises(EngineInputError) as refused:

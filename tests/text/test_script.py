@@ -41,3 +41,12 @@ def test_text_without_letters_has_no_script():
 def test_foreign_letters_lists_each_non_latin_letter_once_in_order():
     assert foreign_letters("Hello 你好, 你 world, да") == "你好да"
     assert foreign_letters("plain English") == ""
+
+
+@pytest.mark.parametrize("text", ["The value of π is about 3.14", "α-helix and β-sheet", "5 µs, 3 ℓ, 10 Ω"])
+def test_letters_used_as_symbols_do_not_make_english_foreign(text):
+    assert detect_scripts(text) == {Script.LATIN}
+
+
+def test_greek_words_are_not_symbols():
+    assert detect_scripts("Say καλημέρα") == {Script.LATIN, Script.OTHER}

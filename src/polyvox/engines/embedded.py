@@ -22,6 +22,7 @@ sentence in flight.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +33,7 @@ import numpy as np
 from polyvox.engines.base import OPENAI_VOICES, EngineInfo, SynthesisRequest
 from polyvox.engines.embedded_voice import VOICE_NAME, VOICE_SHA256, VoiceFiles, load_voice, locate_voice
 from polyvox.engines.errors import EngineError, EngineInputError
+from polyvox.settings import Settings
 from polyvox.text.script import Script, detect_scripts, foreign_letters
 from polyvox.text.split import split_sentences
 
@@ -76,13 +78,15 @@ class EmbeddedEngine:
 
     def __init__(
         self,
-        max_workers: int = 2,
+        max_workers: int | None = None,
         max_chars: int = 200,
         files: VoiceFiles | None = None,
         expected_sha256: str = VOICE_SHA256,
     ):
+        cpus = os.cpu_count() or 1
         self.max_chars = max_chars
-        self._max_workers = max_workers
+        self._max_workers = max_workers or max(1, min(4, cpus // 2))
+        self._threads = max(1, cpus // self._max_workers)
         self._files = files
         self._expected_sha256 = expected_sha256
         self._voice = None
@@ -102,6 +106,11 @@ class EmbeddedEngine:
                 "max_native_speed": str(MAX_NATIVE_SPEED),
             },
         )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EmbeddedEngine:
+        """The engine for `settings`; its defaults (pool size from the CPU count) need nothing else."""
+        return cls()
 
     @property
     def ready(self) -> bool:
@@ -183,7 +192,7 @@ class EmbeddedEngine:
                 yield audio
 
     def _load(self):
-        voice = load_voice(self._files or locate_voice(), self._expected_sha256)
+        voice = load_voice(self._files or locate_voice(), self._expected_sha256, self._threads)
         for _ in voice.synthesize("Hello."):
             pass
         return voice
