@@ -22,7 +22,8 @@ class FakeEngine:
 
     Text containing `fail_marker` raises `EngineError` mid-stream; text containing
     `reject_marker` is refused by `validate` with an `EngineInputError`. `chunk_delay_s` sleeps
-    between chunks (a slow engine); `ready_gate`, when given, holds `start()` until it is set.
+    between chunks (a slow engine); `ready_gate`, when given, holds `start()` until it is set;
+    `generate_gate` holds every generation before its first chunk until it is set.
     """
 
     def __init__(
@@ -33,6 +34,7 @@ class FakeEngine:
         chunk_delay_s: float = 0.0,
         native_speed: bool = False,
         ready_gate: threading.Event | None = None,
+        generate_gate: threading.Event | None = None,
         fail_marker: str = "[fail]",
         reject_marker: str = "[reject]",
         voices: tuple[str, ...] | None = None,
@@ -50,6 +52,7 @@ class FakeEngine:
         self.chunk_s = chunk_s
         self.chunk_delay_s = chunk_delay_s
         self.ready_gate = ready_gate
+        self.generate_gate = generate_gate
         self.fail_marker = fail_marker
         self.reject_marker = reject_marker
         self.active = 0
@@ -93,6 +96,8 @@ class FakeEngine:
         step = max(1, round(self.chunk_s * rate))
         finished = False
         try:
+            while self.generate_gate is not None and not self.generate_gate.is_set():
+                await asyncio.sleep(0.01)
             for start in range(0, total, step):
                 if self.chunk_delay_s:
                     await asyncio.sleep(self.chunk_delay_s)
