@@ -10,9 +10,10 @@ speaker, 22,050 Hz (the voice config's rate), no cloning, no voice design:
 - `instructions` are accepted and ignored: piper has no way to follow them.
 - Speed is native, through piper's `length_scale`, mapped by the measured duration curve of this
   voice (durations do not scale 1:1 with `length_scale`). The voice cannot speak faster than about
-  2x (`EngineInfo.extra["max_native_speed"]`); faster requests are spoken at that limit.
-- Only Latin-script text is spoken. Chinese, Japanese, Korean or other scripts are refused with
-  `unsupported_language` rather than read out as English-letter gibberish; VoxCPM2 speaks them.
+  2x (`EngineInfo.extra["max_native_speed"]`); the server time-stretches any speed beyond that.
+- Only Latin-script text is spoken (lone Greek letters such as π are read as symbols). Chinese,
+  Japanese, Korean or other scripts are refused with `unsupported_language` rather than read out
+  as English-letter gibberish; VoxCPM2 speaks them.
 
 Synthesis runs in a small thread pool owned by the engine. The next sentence is synthesised only
 when the consumer asks for it, so closing the iterator stops the utterance after at most the
@@ -136,8 +137,8 @@ class EmbeddedEngine:
     def validate(self, request: SynthesisRequest) -> None:
         if request.reference is not None:
             raise EngineInputError(
-                "The embedded voice cannot clone a voice; serve the VoxCPM2 engine (polyvox --model ...) "
-                "to clone from reference audio.",
+                "The embedded voice cannot clone a voice; serve the VoxCPM2 engine "
+                "(polyvox serve --model CHECKPOINT) to clone from reference audio.",
                 param="voice",
                 code="cloning_unsupported",
             )
@@ -156,8 +157,8 @@ class EmbeddedEngine:
             sample = foreign_letters(request.text)[:12]
             raise EngineInputError(
                 f"The embedded English voice cannot speak this text (it contains {sample!r}); only English "
-                "is supported. Serve the VoxCPM2 engine (polyvox --model ...) for Chinese and other "
-                "languages.",
+                "is supported. Serve the VoxCPM2 engine (polyvox serve --model CHECKPOINT) for Chinese "
+                "and other languages.",
                 param="input",
                 code="unsupported_language",
             )
