@@ -32,3 +32,9 @@ def duration(data: bytes, fmt: str, pcm_rate: int = 24000) -> float:
         return len(data) / 2 / pcm_rate
     samples, rate = decode(data)
     return samples.size / rate
+
+
+def opus_input_rate(data: bytes) -> int:
+    """The input sample rate an Ogg Opus file declares in its OpusHead (decoders always output 48 kHz)."""
+    head = data.index(b"OpusHead")
+    return int.from_bytes(data[head + 12 : head + 16], "little")
