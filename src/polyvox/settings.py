@@ -58,6 +58,10 @@ class Settings(BaseSettings):
         "auto", description="VoxCPM2 weight dtype; auto is bfloat16 on CUDA and float32 on CPU."
     )
 
+    api_key: str | None = Field(
+        None, description="When set, /v1 routes require `Authorization: Bearer <api_key>`; unset: open."
+    )
+
     # request limits and admission control
     max_input_chars: int = Field(4096, ge=1, description="Longest accepted `input`, in characters.")
     max_concurrent_requests: int = Field(

@@ -9,10 +9,11 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from polyvox import __version__
 from polyvox.engines.base import Engine
+from polyvox.server.deps import require_api_key
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.metrics import Metrics, MetricsMiddleware
 from polyvox.server.routes import catalog, health, speech
@@ -63,8 +64,9 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.engine_failure = None
     app.state.created = int(time.time())
     install_error_handlers(app)
-    app.include_router(speech.router)
-    app.include_router(catalog.router)
+    authenticated = [Depends(require_api_key)]
+    app.include_router(speech.router, dependencies=authenticated)
+    app.include_router(catalog.router, dependencies=authenticated)
     app.include_router(health.router)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
     return app

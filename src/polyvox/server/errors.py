@@ -54,6 +54,13 @@ class APIError(Exception):
         self.headers = headers
 
 
+class DeadlineExceeded(Exception):
+    """A request ran past `settings.request_timeout_s` (504)."""
+
+    def __init__(self, timeout_s: float):
+        super().__init__(f"synthesis did not finish within the {timeout_s:g} s request deadline")
+
+
 def error_type(status_code: int) -> str:
     if status_code >= 500:
         return "server_error"
@@ -91,6 +98,8 @@ def from_validation_errors(errors: Sequence[Any]) -> APIError:
 
 
 def from_engine_error(exc: Exception) -> APIError:
+    if isinstance(exc, DeadlineExceeded):
+        return APIError(504, str(exc), code="timeout")
     if isinstance(exc, EngineInputError):
         return APIError(422, exc.message, param=exc.param, code=exc.code)
     if isinstance(exc, EngineOverloaded):
@@ -147,4 +156,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, on_http)
     app.add_exception_handler(EngineInputError, on_engine)
     app.add_exception_handler(EngineError, on_engine)
+    app.add_exception_handler(DeadlineExceeded, on_engine)
     app.add_exception_handler(Exception, on_unexpected)

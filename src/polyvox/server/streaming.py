@@ -12,7 +12,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from polyvox.engines.errors import EngineError, EngineInputError
-from polyvox.server.errors import error_body, from_engine_error
+from polyvox.server.errors import DeadlineExceeded, error_body, from_engine_error
 from polyvox.server.metrics import Metrics
 from polyvox.server.protocol import SpeechAudioDelta, SpeechAudioDone
 from polyvox.server.synthesis import SpeechJob
@@ -47,7 +47,7 @@ async def audio_stream(first: bytes, rest: AsyncIterator[bytes], job: SpeechJob,
     try:
         async for piece in rest:
             yield piece
-    except (EngineError, EngineInputError) as exc:
+    except (EngineError, EngineInputError, DeadlineExceeded) as exc:
         metrics.errors.labels(type=from_engine_error(exc).code or "engine_error").inc()
         log.error("request %s failed mid-stream: %s", job.request.request_id, exc)
         raise
@@ -70,7 +70,7 @@ async def sse_stream(first: bytes, rest: AsyncIterator[bytes], job: SpeechJob, m
     try:
         async for piece in rest:
             yield delta(piece)
-    except (EngineError, EngineInputError) as exc:
+    except (EngineError, EngineInputError, DeadlineExceeded) as exc:
         error = from_engine_error(exc)
         metrics.errors.labels(type=error.code or error.type).inc()
         log.error("request %s failed mid-stream: %s", job.request.request_id, exc)

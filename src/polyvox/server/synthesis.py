@@ -22,7 +22,7 @@ from polyvox.audio.errors import UnsupportedFormat
 from polyvox.audio.pipeline import OutputPipeline
 from polyvox.engines.base import OPENAI_VOICES, Engine, EngineInfo, ReferenceAudio, SynthesisRequest
 from polyvox.server.admission import Admission, Overloaded
-from polyvox.server.errors import APIError
+from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.metrics import Metrics
 from polyvox.server.protocol import SpeechRequest, SpeechUsage
 from polyvox.settings import Settings
@@ -137,7 +137,10 @@ class SpeechService:
         self.admission.observe_latency(time.perf_counter() - job.received_at)
 
     async def audio(self, job: SpeechJob) -> AsyncIterator[bytes]:
-        """The encoded response, piece by piece as the engine makes audio. Closing it cancels the engine."""
+        """The encoded response, piece by piece as the engine makes audio. Closing it cancels the engine.
+
+        Raises DeadlineExceeded once the request has run `settings.request_timeout_s`."""
+        deadline = job.received_at + self.settings.request_timeout_s
         pipeline = await anyio.to_thread.run_sync(
             OutputPipeline, self.engine.info.sample_rate, job.out_rate, job.fmt, job.pipeline_speed
         )
@@ -145,7 +148,14 @@ class SpeechService:
         self.metrics.input_chars.inc(len(job.request.text))
         first = True
         try:
-            async for chunk in chunks:
+            while True:
+                try:
+                    async with asyncio.timeout(deadline - time.perf_counter()):
+                        chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError as exc:
+                    raise DeadlineExceeded(self.settings.request_timeout_s) from exc
                 samples = np.asarray(chunk, dtype=np.float32).reshape(-1)
                 seconds = samples.size / self.engine.info.sample_rate / job.pipeline_speed
                 job.audio_seconds += seconds
@@ -154,17 +164,22 @@ class SpeechService:
                 if data:
                     if first:
                         first = False
-                        self.metrics.ttfa.labels(stream=str(job.stream).lower()).observe(
-                            time.perf_counter() - job.received_at
-                        )
+                        self._observe_ttfa(job)
                     yield data
             tail = await anyio.to_thread.run_sync(pipeline.finish, limiter=self.limiter)
             if tail:
+                if first:
+                    self._observe_ttfa(job)
                 yield tail
         finally:
             aclose = getattr(chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
+
+    def _observe_ttfa(self, job: SpeechJob) -> None:
+        self.metrics.ttfa.labels(stream=str(job.stream).lower()).observe(
+            time.perf_counter() - job.received_at
+        )
 
     async def whole(self, job: SpeechJob) -> bytes:
         """The complete file for a non-streamed answer (WAV gets its exact sizes)."""

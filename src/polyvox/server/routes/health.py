@@ -14,7 +14,8 @@ from polyvox.server.metrics import Metrics
 router = APIRouter(tags=["health"])
 
 
-@router.api_route("/health", methods=["GET", "HEAD"])
+@router.get("/health")
+@router.head("/health", include_in_schema=False)
 async def health() -> dict[str, str]:
     """The process is up and answering."""
     return {"status": "ok"}

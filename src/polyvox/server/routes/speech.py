@@ -8,10 +8,22 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from polyvox.server.deps import get_service
 from polyvox.server.parsing import read_speech_request
+from polyvox.server.protocol import SpeechRequest
 from polyvox.server.streaming import SpeechStreamResponse, audio_stream, sse_stream
 from polyvox.server.synthesis import ClientGone, SpeechService, until_disconnect
 
 router = APIRouter(tags=["speech"])
+
+# The body is parsed by hand (JSON or multipart), so its schema is declared for the OpenAPI page.
+_SPEECH_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": SpeechRequest.model_json_schema()},
+            "multipart/form-data": {"schema": SpeechRequest.model_json_schema()},
+        },
+    }
+}
 
 CLIENT_CLOSED = 499  # nginx's "client closed request"; nobody receives it, the metrics do
 
@@ -68,13 +80,13 @@ async def _speak(
             service.release(job)
 
 
-@router.post("/v1/audio/speech")
+@router.post("/v1/audio/speech", openapi_extra=_SPEECH_BODY)
 async def create_speech(request: Request, service: SpeechService = Depends(get_service)) -> Response:
     """Synthesise `input`: one response, chunked audio (`stream_format=audio`) or SSE (`sse`)."""
     return await _speak(request, service)
 
 
-@router.post("/v1/audio/speech/stream")
+@router.post("/v1/audio/speech/stream", openapi_extra=_SPEECH_BODY)
 async def create_speech_stream(request: Request, service: SpeechService = Depends(get_service)) -> Response:
     """The seed system's streaming route: chunked audio, WAV unless `response_format` says otherwise."""
     return await _speak(request, service, defaults={"response_format": "wav", "stream_format": "audio"})
