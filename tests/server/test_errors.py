@@ -98,11 +98,14 @@ def test_body_over_the_limit_is_413(url: str) -> None:
     assert_still_serving(url)
 
 
-def test_multipart_validation_uses_the_same_rules(url: str) -> None:
-    response = httpx.post(f"{url}/v1/audio/speech", data={"input": "hi", "cfg_value": "9"})
-    assert_openai_error(response, 422, "cfg_value")
-    response = httpx.post(f"{url}/v1/audio/speech", data={"voice": "alloy"})
-    assert_openai_error(response, 400, "input")
+def test_form_validation_uses_the_same_rules(url: str) -> None:
+    urlencoded = httpx.post(f"{url}/v1/audio/speech", data={"input": "hi", "cfg_value": "9"})
+    assert_openai_error(urlencoded, 422, "cfg_value")
+    multipart = httpx.post(
+        f"{url}/v1/audio/speech", data={"voice": "alloy"}, files={"speaker_notes": ("notes.txt", b"-")}
+    )
+    assert multipart.request.headers["content-type"].startswith("multipart/form-data")
+    assert_openai_error(multipart, 400, "input")
 
 
 def test_unknown_route_is_404(url: str) -> None:

@@ -101,7 +101,8 @@ def test_multipart_form_body_is_accepted(serve) -> None:
         "cfg_value": "3",
         "cache": "off",
     }
-    response = httpx.post(f"{url}{SPEECH}", data=form, files={"unused": ("", b"")})
+    response = httpx.post(f"{url}{SPEECH}", data=form, files={"speaker_notes": ("notes.txt", b"-")})
+    assert response.request.headers["content-type"].startswith("multipart/form-data")
     assert response.status_code == 200, response.text
     assert duration(response.content, "pcm") == pytest.approx(0.5, rel=0.05)
     assert (engine.last_request.voice, engine.last_request.cfg_value) == ("echo", 3.0)
