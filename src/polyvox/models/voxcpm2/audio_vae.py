@@ -216,6 +216,11 @@ class SampleRateConditionLayer(nn.Module):
         if cond_type in ("scale_bias", "scale_bias_init"):
             self.scale_embed = nn.Embedding(buckets, input_dim)
             self.bias_embed = nn.Embedding(buckets, input_dim)
+            if cond_type == "scale_bias":  # start as the identity
+                nn.init.ones_(self.scale_embed.weight)
+                nn.init.zeros_(self.bias_embed.weight)
+            else:
+                nn.init.normal_(self.scale_embed.weight, mean=1.0)
         elif cond_type == "add":
             self.cond_embed = nn.Embedding(buckets, input_dim)
         else:

@@ -1,0 +1,38 @@
+"""`polyvox checkpoint ...`: checkpoint utilities (random-weight checkpoints for tests and benchmarks)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("checkpoint", help="Checkpoint utilities.")
+    actions = parser.add_subparsers(dest="checkpoint_command", metavar="ACTION", required=True)
+    random = actions.add_parser(
+        "random", help="Write a VoxCPM2 checkpoint directory with random weights (official layout)."
+    )
+    random.add_argument("--size", choices=("tiny", "full"), default="tiny", help="tiny (CPU tests) or full.")
+    random.add_argument("--out", type=Path, required=True, help="Directory to write.")
+    random.add_argument("--seed", type=int, default=0, help="Random seed (default 0).")
+    random.set_defaults(func=run_random)
+    return parser
+
+
+def run_random(args: argparse.Namespace) -> int:
+    from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint
+
+    out = write_random_checkpoint(args.out, args.size, args.seed)
+    print(f"wrote a random {args.size} VoxCPM2 checkpoint to {out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="polyvox")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

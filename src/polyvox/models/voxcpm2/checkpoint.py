@@ -1,0 +1,175 @@
+"""Reading a VoxCPM2 checkpoint in the official layout (a directory or a Hugging Face repo id) and loading
+its weights into modules, failing fast with a report of missing, unexpected and mis-shaped keys."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+LM_FILES = ("model.safetensors", "pytorch_model.bin")
+VAE_FILES = ("audiovae.safetensors", "audiovae.pth")
+VAE_PREFIX = "audio_vae."
+_SHOWN = 20
+
+
+class CheckpointError(Exception):
+    """A checkpoint that cannot be found, read, or does not fit the model it is loaded into."""
+
+
+@dataclass
+class KeyReport:
+    missing: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.missing or self.unexpected or self.mismatched)
+
+    def __str__(self) -> str:
+        parts = []
+        for title, keys in (
+            ("missing keys", self.missing),
+            ("unexpected keys", self.unexpected),
+            ("mis-shaped keys", self.mismatched),
+        ):
+            if keys:
+                shown = ", ".join(keys[:_SHOWN]) + (
+                    f", ... and {len(keys) - _SHOWN} more" if len(keys) > _SHOWN else ""
+                )
+                parts.append(f"{len(keys)} {title}: {shown}")
+        return "; ".join(parts)
+
+
+def compare_keys(module: nn.Module, state: Mapping[str, torch.Tensor]) -> KeyReport:
+    expected = module.state_dict()
+    report = KeyReport(
+        missing=sorted(expected.keys() - state.keys()),
+        unexpected=sorted(state.keys() - expected.keys()),
+    )
+    for key in sorted(expected.keys() & state.keys()):
+        want, got = tuple(expected[key].shape), tuple(state[key].shape)
+        if want != got:
+            report.mismatched.append(f"{key} (checkpoint {list(got)}, model {list(want)})")
+    return report
+
+
+def load_weights(module: nn.Module, state: Mapping[str, torch.Tensor], source: str) -> None:
+    """Copy `state` into `module` (converting dtype and device); CheckpointError if the keys do not fit."""
+    report = compare_keys(module, state)
+    if report:
+        raise CheckpointError(f"{source} does not fit {type(module).__name__}: {report}")
+    module.load_state_dict(state, strict=True)
+
+
+def resolve_checkpoint(path_or_repo: str | os.PathLike) -> Path:
+    """A local checkpoint directory, or a Hugging Face repo id fetched (or found in the cache) by
+    `snapshot_download`, which honours HF_HUB_OFFLINE and HF_HOME."""
+    path = Path(path_or_repo).expanduser()
+    if path.is_dir():
+        return path
+    text = str(path_or_repo)
+    if path.exists() or text.startswith((".", "/", "~")) or text.count("/") != 1:
+        raise CheckpointError(
+            f"checkpoint directory {text!r} does not exist (and is not a Hugging Face repo id)"
+        )
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(repo_id=text))
+    except LocalEntryNotFoundError as exc:
+        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+        hint = "HF_HUB_OFFLINE is set" if offline else "the Hub could not be reached"
+        raise CheckpointError(
+            f"checkpoint {text!r} is not in the local Hugging Face cache and {hint}; download it first "
+            f"(huggingface-cli download {text}) or pass a local directory"
+        ) from exc
+    except (HfHubHTTPError, OSError, ValueError) as exc:
+        raise CheckpointError(
+            f"could not fetch checkpoint {text!r} from the Hugging Face Hub: {exc}"
+        ) from exc
+
+
+def read_config(directory: Path) -> dict[str, Any]:
+    path = directory / "config.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise CheckpointError(f"{directory} has no config.json") from exc
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{path} is not readable JSON: {exc}") from exc
+
+
+def _first(directory: Path, names: tuple[str, ...]) -> Path | None:
+    return next((directory / n for n in names if (directory / n).is_file()), None)
+
+
+def read_state(path: Path) -> dict[str, torch.Tensor]:
+    """CPU tensors of a .safetensors file or a torch pickle (state possibly under "state_dict")."""
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            return load_file(str(path), device="cpu")
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # truncated or foreign files raise many different types
+        raise CheckpointError(f"{path} could not be read: {type(exc).__name__}: {exc}") from exc
+    if isinstance(state, Mapping) and isinstance(state.get("state_dict"), Mapping):
+        state = state["state_dict"]
+    if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"{path} does not hold a state dict of tensors")
+    return dict(state)
+
+
+def read_weights(directory: Path) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], str, str]:
+    """(LM state, AudioVAE state, LM source, VAE source). Official files may carry the VAE inside the LM
+    file under `audio_vae.`; a separate audiovae file takes precedence, as in the official loader."""
+    lm_path = _first(directory, LM_FILES)
+    if lm_path is None:
+        raise CheckpointError(f"{directory} has no model weights (expected one of {', '.join(LM_FILES)})")
+    lm_state = read_state(lm_path)
+    vae_state = {k.removeprefix(VAE_PREFIX): v for k, v in lm_state.items() if k.startswith(VAE_PREFIX)}
+    lm_state = {k: v for k, v in lm_state.items() if not k.startswith(VAE_PREFIX)}
+    vae_path = _first(directory, VAE_FILES)
+    if vae_path is not None:
+        vae_state.update(read_state(vae_path))
+    elif not vae_state:
+        raise CheckpointError(f"{directory} has no AudioVAE weights (expected one of {', '.join(VAE_FILES)})")
+    return lm_state, vae_state, str(lm_path), str(vae_path or lm_path)
+
+
+_DTYPES = {
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "half": torch.float16,
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float": torch.float32,
+}
+
+
+def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+    """The LM dtype: `auto` is bfloat16 on CUDA and float32 elsewhere."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype in (None, "auto"):
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    try:
+        return _DTYPES[dtype]
+    except KeyError:
+        raise CheckpointError(f"unknown dtype {dtype!r} (use bfloat16, float16 or float32)") from None

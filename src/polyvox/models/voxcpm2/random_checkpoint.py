@@ -1,0 +1,98 @@
+"""Random-weight VoxCPM2 checkpoints in the official layout, for tests and benchmarks: the LM gets N(0, 0.02)
+matrices (norm weights 1, biases 0), the AudioVAE its default initialisation, both from one seed."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+import torch
+
+from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.voxcpm2.config import VoxCPM2Config
+from polyvox.models.voxcpm2.model import VoxCPM2LM
+
+Size = Literal["tiny", "full"]
+_SAFETENSORS_DTYPES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}
+
+
+def config_for(size: Size) -> VoxCPM2Config:
+    if size not in ("tiny", "full"):
+        raise ValueError(f"unknown checkpoint size {size!r} (tiny or full)")
+    return VoxCPM2Config.tiny() if size == "tiny" else VoxCPM2Config.full()
+
+
+def lm_shapes(config: VoxCPM2Config) -> dict[str, torch.Size]:
+    """Names and shapes of the LM state, read from a weightless (meta-device) model."""
+    with torch.device("meta"):
+        lm = VoxCPM2LM(config)
+    return {name: t.shape for name, t in lm.state_dict().items()}
+
+
+def random_lm_tensors(
+    config: VoxCPM2Config, seed: int = 0, dtype: torch.dtype | None = None
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """The LM state one tensor at a time (so a full-size state never has to sit in memory at once)."""
+    dtype = dtype or config.torch_dtype
+    gen = torch.Generator().manual_seed(seed)
+    for name, shape in lm_shapes(config).items():
+        if len(shape) >= 2:
+            tensor = torch.randn(shape, generator=gen).mul_(0.02)
+        elif name.endswith("bias"):
+            tensor = torch.zeros(shape)
+        else:
+            tensor = torch.ones(shape)
+        yield name, tensor.to(dtype)
+
+
+def random_vae(config: VoxCPM2Config, seed: int = 0) -> AudioVAE:
+    """An AudioVAE with its default initialisation drawn from `seed` (the global RNG is left as it was)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config)).eval()
+
+
+def write_safetensors(path: Path, shapes: dict[str, torch.Size], dtype: torch.dtype, tensors) -> None:
+    """Write a .safetensors file tensor by tensor: the header is known from the shapes up front."""
+    header: dict[str, object] = {}
+    offset = 0
+    for name, shape in shapes.items():
+        size = math.prod(shape) * dtype.itemsize
+        header[name] = {
+            "dtype": _SAFETENSORS_DTYPES[dtype],
+            "shape": list(shape),
+            "data_offsets": [offset, offset + size],
+        }
+        offset += size
+    header["__metadata__"] = {"format": "pt"}
+    blob = json.dumps(header, separators=(",", ":")).encode()
+    blob += b" " * (-len(blob) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(blob)))
+        f.write(blob)
+        for (name, shape), (got_name, tensor) in zip(shapes.items(), tensors, strict=True):
+            if name != got_name or tensor.shape != shape or tensor.dtype != dtype:
+                raise ValueError(f"tensor {got_name} {tuple(tensor.shape)} does not match the header")
+            f.write(tensor.contiguous().reshape(-1).view(torch.uint8).numpy().data)
+
+
+def write_random_checkpoint(out_dir: str | os.PathLike, size: Size = "tiny", seed: int = 0) -> Path:
+    """A complete checkpoint directory (config.json, model.safetensors, audiovae.pth with weight-norm
+    pairs under "state_dict", tokenizer files) with random weights; tiny is float32, full bfloat16."""
+    from polyvox.models.voxcpm2.tokenizer import build_test_tokenizer
+
+    config = config_for(size)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    config.to_json(out / "config.json")
+    partial = out / "model.safetensors.partial"
+    write_safetensors(partial, lm_shapes(config), config.torch_dtype, random_lm_tensors(config, seed))
+    partial.replace(out / "model.safetensors")
+    torch.save({"state_dict": random_vae(config, seed).official_state_dict()}, out / "audiovae.pth")
+    build_test_tokenizer(out, config.lm_config.vocab_size)
+    return out

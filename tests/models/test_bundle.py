@@ -1,0 +1,147 @@
+"""VoxCPM2 bundle end to end: a checkpoint written by the official package's own classes loads in
+polyvox, and polyvox's `synthesize` gives the official `generate`'s waveform for the same seed."""
+
+from __future__ import annotations
+
+import io
+import wave
+
+import av
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from helpers.official import build_official_model, lm_state_dict
+from polyvox.models.voxcpm2.bundle import VoxCPM2
+from polyvox.models.voxcpm2.config import VoxCPM2Config
+from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint
+from polyvox.models.voxcpm2.tokenizer import build_test_tokenizer
+
+TEXT = "Hello world, this is a test."
+PROMPT_TEXT = "今天天气很好。"
+PATCH_SAMPLES = 4 * 1920
+GEN = dict(max_len=6, min_len=2, inference_timesteps=4, cfg_value=2.0)
+
+
+def _wav_bytes(seconds: float, rate: int = 16000, freq: float = 220.0, seed: int = 0) -> bytes:
+    t = np.arange(int(seconds * rate)) / rate
+    x = 0.3 * np.sin(2 * np.pi * freq * t) + 0.05 * np.random.default_rng(seed).standard_normal(t.shape)
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes((np.clip(x, -1, 1) * 32767).astype("<i2").tobytes())
+    return buf.getvalue()
+
+
+def _flac_stereo_44k(seconds: float) -> bytes:
+    rate = 44100
+    t = np.arange(int(seconds * rate)) / rate
+    tone = (0.3 * np.sin(2 * np.pi * 330 * t)).astype(np.float32)
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="flac") as out:
+        stream = out.add_stream("flac", rate=rate, layout="stereo")
+        frame = av.AudioFrame.from_ndarray(
+            np.stack([tone, tone]).reshape(1, -1), format="flt", layout="stereo"
+        )
+        frame.sample_rate = rate
+        for packet in stream.encode(frame):
+            out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def official_dir(tmp_path_factory):
+    """(the official VoxCPM2Model, the checkpoint directory it was saved to in the official layout)."""
+    directory = tmp_path_factory.mktemp("official_ckpt")
+    config = VoxCPM2Config.tiny()
+    build_test_tokenizer(directory, config.lm_config.vocab_size)
+    config.to_json(directory / "config.json")
+    model = build_official_model(config, directory, seed=0, std=0.15)
+    with torch.no_grad():  # move the VAE off its initialisation, weight-norm magnitudes included
+        for p in model.audio_vae.parameters():
+            p.mul_(1 + 0.1 * torch.randn_like(p))
+    save_file(lm_state_dict(model), str(directory / "model.safetensors"))
+    torch.save({"state_dict": model.audio_vae.state_dict()}, directory / "audiovae.pth")
+    (directory / "ref.wav").write_bytes(_wav_bytes(0.7, seed=1))
+    (directory / "prompt.wav").write_bytes(_wav_bytes(0.5, freq=150.0, seed=2))
+    return model, directory
+
+
+@pytest.fixture(scope="module")
+def ours(official_dir) -> VoxCPM2:
+    return VoxCPM2.load(official_dir[1], device="cpu")
+
+
+def _official_wave(model, seed: int, **kw) -> np.ndarray:
+    torch.manual_seed(seed)
+    return model.generate(target_text=TEXT, **GEN, **kw)[0].numpy()
+
+
+def test_official_checkpoint_loads_with_fp32_vae_and_synthesises_48k_audio(ours):
+    assert ours.sample_rate == 48000
+    assert next(ours.vae.parameters()).dtype == torch.float32
+    audio = ours.synthesize(TEXT, seed=1, **GEN)
+    assert audio.dtype == np.float32
+    assert audio.size > 0 and audio.size % PATCH_SAMPLES == 0
+    assert np.isfinite(audio).all() and np.abs(audio).max() > 1e-3
+
+
+def test_zero_shot_waveform_matches_official(official_dir, ours):
+    model, _ = official_dir
+    expected = _official_wave(model, seed=5)
+    got = ours.synthesize(TEXT, seed=5, **GEN)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+
+
+def test_reference_cloning_waveform_matches_official(official_dir, ours):
+    model, directory = official_dir
+    expected = _official_wave(model, seed=5, reference_wav_path=str(directory / "ref.wav"))
+    got = ours.synthesize(TEXT, reference=(directory / "ref.wav").read_bytes(), seed=5, **GEN)
+    zero_shot = ours.synthesize(TEXT, seed=5, **GEN)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+    assert got.shape != zero_shot.shape or np.abs(got - zero_shot).max() > 1e-2  # the reference was used
+
+
+def test_continuation_waveform_matches_official(official_dir, ours):
+    model, directory = official_dir
+    prompt = directory / "prompt.wav"
+    expected = _official_wave(model, seed=7, prompt_wav_path=str(prompt), prompt_text=PROMPT_TEXT)
+    got = ours.synthesize(TEXT, prompt_text=PROMPT_TEXT, prompt_audio=prompt.read_bytes(), seed=7, **GEN)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("mode", ["zero_shot", "continuation"])
+def test_streamed_160ms_chunks_join_into_the_full_synthesis(official_dir, ours, mode):
+    prompt = {} if mode == "zero_shot" else {"prompt_text": PROMPT_TEXT, "prompt_audio": _wav_bytes(0.5)}
+    full = ours.synthesize(TEXT, seed=3, **prompt, **GEN)
+    chunks = list(ours.synthesize(TEXT, seed=3, stream=True, **prompt, **GEN))
+    assert all(c.shape == (PATCH_SAMPLES,) for c in chunks)
+    np.testing.assert_allclose(np.concatenate(chunks), full, atol=1e-4, rtol=0)
+
+
+def test_reference_in_another_format_and_rate_is_encoded_to_whole_patches(ours):
+    feats = ours.encode_reference(_flac_stereo_44k(1.0))
+    # 1 s at 16 kHz = 25 latent frames, right-padded to whole 4-frame patches
+    assert feats.shape == (7, 4, ours.config.feat_dim)
+    assert torch.isfinite(feats).all()
+
+
+def test_random_bundle_equals_the_random_checkpoint_it_would_write(tmp_path):
+    loaded = VoxCPM2.load(write_random_checkpoint(tmp_path / "ckpt", "tiny", seed=3), device="cpu")
+    in_memory = VoxCPM2.random("tiny", device="cpu", seed=3)
+    for (name, a), (_, b) in zip(
+        loaded.lm.state_dict().items(), in_memory.lm.state_dict().items(), strict=True
+    ):
+        torch.testing.assert_close(a, b, msg=name)
+    kw = dict(seed=2, **GEN)
+    np.testing.assert_allclose(
+        in_memory.synthesize(TEXT, **kw), loaded.synthesize(TEXT, **kw), atol=1e-3, rtol=0
+    )
