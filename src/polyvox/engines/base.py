@@ -48,6 +48,7 @@ class SynthesisRequest:
     max_patches: int | None = None
     min_patches: int | None = None
     reference: ReferenceAudio | None = None
+    normalize: bool | None = None  # text normalisation (numbers, dates...); None: the server's default
     request_id: str = ""
 
 

@@ -1,0 +1,168 @@
+"""The pronunciation lexicon: names and terms replaced by a spoken form before synthesis.
+
+Stored as one JSON object, `{"term": "spoken form"}` (matched without regard to case), or
+`{"term": {"say": "spoken form", "case_sensitive": true}}`. A term matches as a whole word: a Latin
+letter or digit at its edge must not continue into a neighbouring letter or digit ("SQL" does not
+match inside "MySQL"); at a CJK edge there is no word boundary to respect, so "张三" matches
+anywhere. Longer terms win over shorter ones that overlap them. Saves are atomic (write to a
+temporary file, then rename), and every method is safe to call from several threads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class LexiconError(ValueError):
+    """A lexicon file or entry that cannot be used."""
+
+
+@dataclass(frozen=True)
+class LexiconEntry:
+    term: str
+    say: str
+    case_sensitive: bool = False
+
+
+_WORD_EDGE = r"0-9A-Za-z\u00c0-\u024f"
+
+
+class Lexicon:
+    """Term → spoken-form replacements, optionally backed by a JSON file at `path`."""
+
+    def __init__(self, entries: list[LexiconEntry] | tuple[LexiconEntry, ...] = (), path: Path | None = None):
+        self.path = Path(path) if path is not None else None
+        self._lock = threading.RLock()
+        self._entries: dict[str, LexiconEntry] = {}
+        self._pattern: re.Pattern[str] | None = None
+        self._exact: dict[str, str] = {}
+        self._folded: dict[str, str] = {}
+        for entry in entries:
+            self._entries[_check(entry).term] = entry
+        self._compile()
+
+    @classmethod
+    def load(cls, path: str | Path) -> Lexicon:
+        """The lexicon stored at `path`; empty (and saved there later) when the file does not exist."""
+        path = Path(path)
+        if not path.exists():
+            return cls(path=path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise LexiconError(f"cannot read lexicon {path}: {exc}") from exc
+        return cls(parse_entries(data), path=path)
+
+    def reload(self) -> None:
+        """Re-read the file (no-op without one)."""
+        if self.path is None or not self.path.exists():
+            return
+        fresh = Lexicon.load(self.path)
+        with self._lock:
+            self._entries = fresh._entries
+            self._compile()
+
+    def entries(self) -> list[LexiconEntry]:
+        """Every entry, sorted by term."""
+        with self._lock:
+            return sorted(self._entries.values(), key=lambda entry: entry.term)
+
+    def get(self, term: str) -> LexiconEntry | None:
+        with self._lock:
+            return self._entries.get(term)
+
+    def add(self, term: str, say: str, case_sensitive: bool = False) -> LexiconEntry:
+        """Add an entry, replacing any entry for the same term; the file is not written until `save`."""
+        entry = _check(LexiconEntry(term, say, case_sensitive))
+        with self._lock:
+            self._entries[entry.term] = entry
+            self._compile()
+        return entry
+
+    def remove(self, term: str) -> bool:
+        """Remove the entry for `term`; False when there was none."""
+        with self._lock:
+            if self._entries.pop(term, None) is None:
+                return False
+            self._compile()
+            return True
+
+    def save(self, path: str | Path | None = None) -> None:
+        """Write every entry to `path` (default: the file it was loaded from) atomically."""
+        target = Path(path) if path is not None else self.path
+        if target is None:
+            raise LexiconError("this lexicon has no file to save to")
+        with self._lock:
+            data = {
+                entry.term: {"say": entry.say, "case_sensitive": True} if entry.case_sensitive else entry.say
+                for entry in self.entries()
+            }
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as file:
+                    json.dump(data, file, ensure_ascii=False, indent=2)
+                    file.write("\n")
+                    file.flush()
+                    os.fsync(file.fileno())
+                os.replace(tmp, target)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+
+    def apply(self, text: str) -> str:
+        """`text` with every whole-word occurrence of a term replaced by its spoken form."""
+        pattern, exact, folded = self._pattern, self._exact, self._folded
+        if pattern is None:
+            return text
+        return pattern.sub(lambda m: exact.get(m.group()) or folded.get(m.group().lower(), m.group()), text)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _compile(self) -> None:
+        entries = sorted(self._entries.values(), key=lambda entry: len(entry.term), reverse=True)
+        exact = {e.term: e.say for e in entries if e.case_sensitive}
+        folded = {e.term.lower(): e.say for e in entries if not e.case_sensitive}
+        pattern = re.compile("|".join(_term_pattern(e) for e in entries)) if entries else None
+        self._exact, self._folded, self._pattern = exact, folded, pattern
+
+
+def parse_entries(data: object) -> list[LexiconEntry]:
+    """Entries from the JSON form described in the module docstring."""
+    if not isinstance(data, dict):
+        raise LexiconError('a lexicon is a JSON object: {"term": "spoken form", ...}')
+    entries = []
+    for term, value in data.items():
+        if isinstance(value, str):
+            entries.append(LexiconEntry(term, value))
+        elif isinstance(value, dict) and isinstance(value.get("say"), str):
+            entries.append(LexiconEntry(term, value["say"], bool(value.get("case_sensitive", False))))
+        else:
+            raise LexiconError(
+                f'lexicon entry {term!r} must be a string or {{"say": ..., "case_sensitive": ...}}'
+            )
+    return [_check(entry) for entry in entries]
+
+
+def _check(entry: LexiconEntry) -> LexiconEntry:
+    if not entry.term.strip() or entry.term != entry.term.strip():
+        raise LexiconError(f"lexicon term {entry.term!r} must be non-empty without surrounding spaces")
+    if not entry.say.strip():
+        raise LexiconError(f"the spoken form of {entry.term!r} must not be empty")
+    return entry
+
+
+def _term_pattern(entry: LexiconEntry) -> str:
+    body = re.escape(entry.term)
+    if not entry.case_sensitive:
+        body = f"(?i:{body})"
+    left = f"(?<![{_WORD_EDGE}])" if re.match(f"[{_WORD_EDGE}]", entry.term[0]) else ""
+    right = f"(?![{_WORD_EDGE}])" if re.match(f"[{_WORD_EDGE}]", entry.term[-1]) else ""
+    return left + body + right

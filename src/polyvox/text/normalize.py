@@ -1,0 +1,189 @@
+"""Text normalisation for speech: numbers, dates, money and units written out as words, and a space
+between Chinese and Latin runs.
+
+The spelling-out is WeTextProcessing's `wetext` (the `text` extra), with its Chinese and English
+grammars. Mixed text is normalised run by run: a stretch without Chinese characters that holds at
+least two Latin words ("Apple sold 200 million iPhones") goes to the English grammar, everything
+else (Chinese, and short Latin bits inside Chinese such as "3.5kg" or "iPhone 15") to the Chinese
+one, which reads numbers the Chinese way and leaves Latin words alone. Text is fed to `wetext` a
+sentence at a time because its cost grows faster than linearly with length. Without `wetext`
+installed only the spacing is applied.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import Literal
+
+Lang = Literal["zh", "en"]
+
+log = logging.getLogger(__name__)
+
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+# Runs free of CJK letters and of full-width CJK punctuation (the Chinese side keeps those).
+_NON_CJK_RUN = re.compile(f"[^{_CJK}\u3000-\u303f\uff00-\uffef]+")
+_LATIN_WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+_CJK_THEN_LATIN = re.compile(f"([{_CJK}])(?=[A-Za-z0-9])")
+_LATIN_THEN_CJK = re.compile(f"([A-Za-z0-9])(?=[{_CJK}])")
+_SPACES = re.compile(r"[ \t\f\v\u00a0]+")
+_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
+_SENTENCE_CUT = re.compile(r"(?<=[。！？；])\s*|(?<=[.!?;…])\s+")
+_CLAUSE_CUT = re.compile(r"(?<=[，、：])\s*|(?<=[,:])\s+")
+_LONG_SENTENCE = 300
+_ESCAPED = re.compile(r"\\([\"\\])")
+_FULL_WIDTH_ALNUM = {
+    code: code - 0xFEE0 for code in (*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B))
+}
+
+# English-side fixes for readings the grammar gets wrong: "1,234" loses its "one", "$5.50" becomes
+# "five point five dollars". Amounts followed by "million" etc. are left to the grammar.
+_THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_CURRENCY = {"$": ("dollar", "dollars", "cent", "cents"), "€": ("euro", "euros", "cent", "cents"),
+             "£": ("pound", "pounds", "penny", "pence")}  # fmt: skip
+_MONEY = re.compile(r"([$€£])(\d+)(?:\.(\d{1,2}))?(?!\d|\.\d|\s*(?:thousand|million|billion|trillion)\b)")
+# Chinese-side fix: the hyphen in "GPT-4" is not a minus sign.
+_LETTER_HYPHEN_DIGIT = re.compile(r"(?<=[A-Za-z])-(?=\d)")
+
+_lock = threading.Lock()
+_normalizers: dict[str, object] = {}
+_call_locks = {"zh": threading.Lock(), "en": threading.Lock()}
+_unavailable = False
+
+
+def normalize_text(text: str, lang: Lang | None = None) -> str:
+    """`text` with numbers, dates, money and units spelt out, and Chinese/Latin runs spaced apart.
+
+    `lang` forces one grammar for the whole text; None picks it per run from the script. Line breaks
+    are kept; other whitespace runs collapse to one space.
+    """
+    parts = _LINE_BREAK.split(text)
+    for i in range(0, len(parts), 2):
+        parts[i] = _normalize_line(parts[i], lang)
+    return "".join(parts)
+
+
+def space_cjk_latin(text: str) -> str:
+    """One space between a CJK character and an adjacent Latin letter or digit: "用GPU跑" → "用 GPU 跑"."""
+    return _LATIN_THEN_CJK.sub(r"\1 ", _CJK_THEN_LATIN.sub(r"\1 ", text))
+
+
+def language_runs(line: str) -> list[tuple[Lang, str]]:
+    """Cut one line into consecutive (language, text) runs for the two grammars; see the module doc."""
+    if not _CJK_CHAR.search(line):
+        return [("en", line)]
+    runs: list[tuple[Lang, str]] = []
+    start = 0
+    for match in _NON_CJK_RUN.finditer(line):
+        if len(_LATIN_WORD.findall(match.group())) >= 2:
+            _append_run(runs, "zh", line[start : match.start()])
+            _append_run(runs, "en", match.group())
+            start = match.end()
+    _append_run(runs, "zh", line[start:])
+    return runs
+
+
+def _append_run(runs: list[tuple[Lang, str]], lang: Lang, text: str) -> None:
+    if not text:
+        return
+    if runs and runs[-1][0] == lang:
+        runs[-1] = (lang, runs[-1][1] + text)
+    else:
+        runs.append((lang, text))
+
+
+def _normalize_line(line: str, lang: Lang | None) -> str:
+    line = _SPACES.sub(" ", line.translate(_FULL_WIDTH_ALNUM)).strip()
+    if not line:
+        return line
+    runs = [(lang, line)] if lang is not None else language_runs(line)
+    out = []
+    for run_lang, run in runs:
+        edge_left = " " if run[:1].isspace() else ""
+        edge_right = " " if run[-1:].isspace() else ""
+        out.append(edge_left + _normalize_run(run.strip(), run_lang) + edge_right)
+    return _SPACES.sub(" ", space_cjk_latin("".join(out))).strip()
+
+
+def _normalize_run(run: str, lang: Lang) -> str:
+    if not run:
+        return run
+    if lang == "en":
+        run = _MONEY.sub(_spell_money, _THOUSANDS_COMMA.sub("", run))
+    else:
+        run = _LETTER_HYPHEN_DIGIT.sub(" ", run)
+    out = []
+    for sentence, separator in _sentences(run):
+        out.append(_wetext(sentence, lang) + separator)
+    return "".join(out)
+
+
+def _sentences(text: str) -> list[tuple[str, str]]:
+    """(sentence, following whitespace) pairs; sentences past `_LONG_SENTENCE` are cut at clauses too."""
+    pairs = _cut(text, _SENTENCE_CUT)
+    if all(len(sentence) <= _LONG_SENTENCE for sentence, _ in pairs):
+        return pairs
+    out = []
+    for sentence, separator in pairs:
+        if len(sentence) > _LONG_SENTENCE:
+            clauses = _cut(sentence, _CLAUSE_CUT)
+            clauses[-1] = (clauses[-1][0], clauses[-1][1] + separator)
+            out.extend(clauses)
+        else:
+            out.append((sentence, separator))
+    return out
+
+
+def _cut(text: str, pattern: re.Pattern[str]) -> list[tuple[str, str]]:
+    pairs = []
+    start = 0
+    for match in pattern.finditer(text):
+        if match.start() > start:
+            pairs.append((text[start : match.start()], match.group()))
+            start = match.end()
+    if start < len(text):
+        pairs.append((text[start:], ""))
+    return pairs
+
+
+def _spell_money(match: re.Match[str]) -> str:
+    one, many, one_cent, many_cents = _CURRENCY[match.group(1)]
+    whole = int(match.group(2))
+    spoken = f"{match.group(2)} {one if whole == 1 else many}"
+    cents = int((match.group(3) or "0").ljust(2, "0"))
+    if cents:
+        spoken += f" and {cents} {one_cent if cents == 1 else many_cents}"
+    return spoken
+
+
+def _wetext(sentence: str, lang: Lang) -> str:
+    normalizer = _normalizer(lang)
+    if normalizer is None or not sentence.strip():
+        return sentence
+    try:
+        with _call_locks[lang]:
+            spoken = normalizer.normalize(sentence)
+    except Exception:  # the grammars reject some inputs; reading them unnormalised beats failing
+        log.debug("wetext could not normalise %r", sentence, exc_info=True)
+        return sentence
+    return _ESCAPED.sub(r"\1", spoken)
+
+
+def _normalizer(lang: Lang):
+    """The `wetext` normaliser for `lang`, loaded once on first use; None without `wetext`."""
+    global _unavailable
+    normalizer = _normalizers.get(lang)
+    if normalizer is not None or _unavailable:
+        return normalizer
+    with _lock:
+        if lang not in _normalizers and not _unavailable:
+            try:
+                from wetext import Normalizer
+            except ImportError:
+                log.warning("wetext is not installed (pip install 'polyvox[text]'): numbers stay as digits")
+                _unavailable = True
+                return None
+            _normalizers[lang] = Normalizer(lang=lang, operator="tn")
+        return _normalizers.get(lang)
