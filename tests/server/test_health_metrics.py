@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import httpx
 
@@ -24,6 +25,7 @@ def test_ready_is_503_until_the_engine_has_started(serve) -> None:
     for _ in range(500):
         if httpx.get(f"{url}/ready").status_code == 200:
             break
+        time.sleep(0.02)
     assert httpx.get(f"{url}/ready").json()["status"] == "ready"
     assert httpx.post(f"{url}/v1/audio/speech", json={"input": "now"}).status_code == 200
 
@@ -38,6 +40,7 @@ def test_ready_reports_an_engine_that_failed_to_start(serve) -> None:
     for _ in range(200):
         if response.json()["error"]["code"] == "engine_failed":
             break
+        time.sleep(0.02)
         response = httpx.get(f"{url}/ready")
     assert response.status_code == 503
     assert "no weights here" in response.json()["error"]["message"]
