@@ -89,7 +89,7 @@ def resolve_checkpoint(path_or_repo: str | os.PathLike) -> Path:
         hint = "HF_HUB_OFFLINE is set" if offline else "the Hub could not be reached"
         raise CheckpointError(
             f"checkpoint {text!r} is not in the local Hugging Face cache and {hint}; download it first "
-            f"(huggingface-cli download {text}) or pass a local directory"
+            f"(`hf download {text}`) or pass a local directory"
         ) from exc
     except (HfHubHTTPError, OSError, ValueError) as exc:
         raise CheckpointError(
