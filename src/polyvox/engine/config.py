@@ -10,7 +10,8 @@ class EngineConfig:
     """Batching and memory limits of one engine instance.
 
     `num_kv_blocks` fixes the KV pool size; unset, the model runner sizes it from
-    `gpu_memory_utilization` on CUDA and from `cpu_kv_cache_bytes` on CPU.
+    `gpu_memory_utilization` on CUDA and from `cpu_kv_cache_bytes` on CPU. `decode_audio=False`
+    yields latents only (tests and benchmarks of the LM side).
     """
 
     max_num_seqs: int = 256
@@ -20,6 +21,7 @@ class EngineConfig:
     gpu_memory_utilization: float = 0.9
     cpu_kv_cache_bytes: int = 2 << 30
     enable_prefix_caching: bool = True
+    decode_audio: bool = True
     cuda_graphs: bool = True
     max_graph_batch: int = 256
 

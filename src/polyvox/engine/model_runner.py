@@ -158,7 +158,10 @@ class ModelRunner:
             else:
                 patches[rows] = self.lm.decode_patch(*args, steps)
         stops = self.lm.stop_logits(lm_hidden).argmax(dim=-1).tolist()
-        audio = self._decode_audio(seqs, patches).cpu().numpy()
+        if self.config.decode_audio:
+            audio = self._decode_audio(seqs, patches).cpu().numpy()
+        else:
+            audio = np.zeros((len(seqs), 0), dtype=np.float32)
         return [PatchOutput(s, patches[i], audio[i], bool(stops[i])) for i, s in enumerate(seqs)]
 
     def _decode_audio(self, seqs: list[Sequence], patches: torch.Tensor) -> torch.Tensor:
@@ -167,6 +170,9 @@ class ModelRunner:
             init = self.vae.init_stream_state(len(fresh))
             for i, s in enumerate(fresh):
                 s.vae_state = init.select(i)
+                if s.context_patches is not None:  # continuation: prime the decoder with the prompt's tail
+                    context = s.context_patches.to(self.device, init.buffers[0].dtype)
+                    _, s.vae_state = self.vae.decode_stream(context.flatten(0, 1).T.unsqueeze(0), s.vae_state)
         state = StreamState.cat([s.vae_state for s in seqs])
         vae_dtype = next(self.vae.parameters()).dtype
         audio, state = self.vae.decode_stream(patches.transpose(1, 2).to(vae_dtype), state)

@@ -65,6 +65,10 @@ class Sequence:
         self.text_mask = prompt.text_mask.detach().to("cpu", torch.float32).reshape(-1)
         self.audio_mask = prompt.audio_mask.detach().to("cpu", torch.float32).reshape(-1)
         self.feats = prompt.feats.detach().to("cpu", torch.float32)
+        context = getattr(prompt, "context_patches", None)
+        self.context_patches = (
+            context.detach().cpu().float() if context is not None and len(context) else None
+        )
         self.num_prompt_tokens = int(self.tokens.numel())
         if self.num_prompt_tokens == 0:
             raise ValueError("empty prompt")
