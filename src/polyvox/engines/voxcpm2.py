@@ -1,0 +1,226 @@
+"""`VoxCPM2Engine`: VoxCPM2 behind the Engine contract, served by the continuous-batching engine.
+
+It turns a `SynthesisRequest` into a prompt (zero-shot, voice design from `instructions`, reference
+cloning, reference + transcript combined), hands it to the batching engine and streams 160 ms chunks
+of 48 kHz audio. Tokenising and VAE-encoding a reference run off the event loop; encoded references
+are kept by content hash, so a voice used again is not encoded again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+
+import numpy as np
+import torch
+
+from polyvox.engine.async_engine import AsyncLLMEngine, EngineDeadError
+from polyvox.engine.config import EngineConfig
+from polyvox.engine.llm_engine import EngineStats, LLMEngine
+from polyvox.engine.sequence import SamplingParams
+from polyvox.engines.base import OPENAI_VOICES, EngineInfo, ReferenceAudio, SynthesisRequest
+from polyvox.engines.errors import EngineError, EngineInputError
+from polyvox.models.voxcpm2.bundle import VoxCPM2
+from polyvox.models.voxcpm2.generate import capped_max_len
+from polyvox.models.voxcpm2.prompt import Prompt
+from polyvox.settings import Settings
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_PATCHES = 2000
+DEFAULT_MIN_PATCHES = 2
+MAX_REFERENCE_SECONDS = 60.0
+REFERENCE_CACHE_SIZE = 64
+
+
+class VoxCPM2Engine:
+    def __init__(
+        self,
+        model: VoxCPM2,
+        config: EngineConfig | None = None,
+        *,
+        model_id: str = "voxcpm2",
+        cfg_value: float = 2.0,
+        inference_timesteps: int = 10,
+        max_patches: int = DEFAULT_MAX_PATCHES,
+    ):
+        self.model = model
+        self.config = config or EngineConfig()
+        self.cfg_value = cfg_value
+        self.inference_timesteps = inference_timesteps
+        self.max_patches = max_patches
+        self.info = EngineInfo(
+            name="voxcpm2",
+            model_id=model_id,
+            sample_rate=model.sample_rate,
+            native_speed=False,
+            can_clone=True,
+            voices=OPENAI_VOICES,
+            languages=("en", "zh"),
+            extra={"device": str(model.device), "dtype": str(model.dtype).removeprefix("torch.")},
+        )
+        self._engine: AsyncLLMEngine | None = None
+        self._references: OrderedDict[tuple[str, str], torch.Tensor] = OrderedDict()
+        self._references_lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> VoxCPM2Engine:
+        if settings.model:
+            model = VoxCPM2.load(settings.model, device=settings.device, dtype=settings.dtype)
+            model_id = "voxcpm2"
+        else:
+            model = VoxCPM2.random(
+                settings.random_weights or "tiny", device=settings.device, dtype=settings.dtype
+            )
+            model_id = f"voxcpm2-random-{settings.random_weights}"
+        config = EngineConfig(
+            max_num_seqs=settings.max_num_seqs,
+            max_num_batched_tokens=settings.max_num_batched_tokens,
+            kv_block_size=settings.kv_block_size,
+            num_kv_blocks=settings.num_kv_blocks,
+            gpu_memory_utilization=settings.gpu_memory_utilization,
+        )
+        return cls(
+            model,
+            config,
+            model_id=model_id,
+            cfg_value=settings.cfg_value,
+            inference_timesteps=settings.inference_timesteps,
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        if self._engine is None:
+            engine = await asyncio.to_thread(self._build)
+            engine.start()
+            self._engine = engine
+
+    def _build(self) -> AsyncLLMEngine:
+        m = self.model
+        engine = LLMEngine(m.lm, m.vae, m.config, self.config, m.device, m.dtype)
+        log.info(
+            "VoxCPM2 engine: %d KV blocks of %d positions on %s",
+            engine.block_manager.num_blocks,
+            self.config.kv_block_size,
+            m.device,
+        )
+        return AsyncLLMEngine(engine)
+
+    async def stop(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            await asyncio.to_thread(engine.stop)
+
+    @property
+    def ready(self) -> bool:
+        return self._engine is not None and self._engine.running
+
+    def stats(self) -> EngineStats | None:
+        """The batching engine's counters (running, waiting, KV blocks, prefix hits, step time...)."""
+        return self._engine.stats() if self._engine is not None else None
+
+    # ------------------------------------------------------------------ requests
+
+    def validate(self, request: SynthesisRequest) -> None:
+        if not request.text or not request.text.strip():
+            raise EngineInputError("input text is empty", param="input", code="empty_input")
+        if request.cfg_value is not None and not 0 < request.cfg_value <= 10:
+            raise EngineInputError("cfg_value must be in (0, 10]", param="cfg_value")
+        if request.inference_timesteps is not None and not 1 <= request.inference_timesteps <= 100:
+            raise EngineInputError("inference_timesteps must be 1 to 100", param="inference_timesteps")
+        if not 0 < request.temperature <= 10:
+            raise EngineInputError("temperature must be in (0, 10]", param="temperature")
+        if request.max_patches is not None and request.max_patches < 1:
+            raise EngineInputError("max_patches must be at least 1", param="max_patches")
+        ref = request.reference
+        if ref is not None:
+            if ref.samples.size == 0 or ref.sample_rate <= 0:
+                raise EngineInputError("the reference audio is empty", param="reference")
+            if ref.samples.size / ref.sample_rate > MAX_REFERENCE_SECONDS:
+                raise EngineInputError(
+                    f"the reference audio is longer than {MAX_REFERENCE_SECONDS:.0f} s", param="reference"
+                )
+
+    async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+        self.validate(request)
+        if self._engine is None:
+            raise EngineError("the VoxCPM2 engine is not started")
+        prompt = await asyncio.to_thread(self._prompt, request)
+        params = self._params(request, prompt)
+        outputs = self._engine.generate(prompt, params, request.request_id)
+        try:
+            async for out in outputs:
+                yield out.audio
+        except EngineDeadError as exc:
+            raise EngineError(str(exc)) from exc
+        finally:
+            await outputs.aclose()
+
+    def _params(self, request: SynthesisRequest, prompt: Prompt) -> SamplingParams:
+        if request.max_patches is not None:
+            max_len = request.max_patches
+        else:
+            max_len = capped_max_len(prompt, self.max_patches)
+        room = self._engine.engine.block_manager.num_blocks * self.config.kv_block_size
+        room = min(room, self.model.config.max_length) - len(prompt)
+        if room < 1:
+            raise EngineInputError("the input (with its reference audio) is too long", param="input")
+        max_len = min(max_len, room)
+        min_len = min(
+            request.min_patches if request.min_patches is not None else DEFAULT_MIN_PATCHES, max_len
+        )
+        return SamplingParams(
+            cfg_value=request.cfg_value if request.cfg_value is not None else self.cfg_value,
+            inference_timesteps=request.inference_timesteps or self.inference_timesteps,
+            temperature=request.temperature,
+            seed=request.seed,
+            min_len=min_len,
+            max_len=max_len,
+        )
+
+    def _prompt(self, request: SynthesisRequest) -> Prompt:
+        ref = request.reference
+        if ref is None:
+            return self.model.build_prompt(request.text, instructions=request.instructions)
+        reference = self._encode(ref, "right")
+        if not ref.transcript:
+            return self.model.build_prompt(
+                request.text, instructions=request.instructions, reference=reference
+            )
+        return self.model.build_prompt(
+            request.text,
+            instructions=request.instructions,
+            reference=reference,
+            prompt_text=ref.transcript,
+            prompt_audio=self._encode(ref, "left"),
+        )
+
+    def _encode(self, ref: ReferenceAudio, padding: str) -> torch.Tensor:
+        key = (ref.content_hash, padding)
+        with self._references_lock:
+            if key in self._references:
+                self._references.move_to_end(key)
+                return self._references[key]
+        from polyvox.models.voxcpm2.audio_in import encode_wav
+
+        samples = _resample(ref.samples, ref.sample_rate, self.model.vae.sample_rate)
+        feats = encode_wav(self.model.vae, samples, self.model.config.patch_size, padding)
+        with self._references_lock:
+            self._references[key] = feats
+            while len(self._references) > REFERENCE_CACHE_SIZE:
+                self._references.popitem(last=False)
+        return feats
+
+
+def _resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
+    samples = np.asarray(samples, dtype=np.float32).reshape(-1)
+    if rate == target:
+        return samples
+    from polyvox.audio.resample import Resampler
+
+    resampler = Resampler(rate, target)
+    return np.concatenate([resampler.process(samples), resampler.flush()])

@@ -1,0 +1,173 @@
+"""The async engine and `VoxCPM2Engine` on the tiny random VoxCPM2: streaming, cancellation, cloning,
+input errors, and 100 concurrent HTTP requests through the real server."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+import numpy as np
+import openai
+import pytest
+
+from helpers.audio import decode
+from helpers.server import running_server
+from polyvox.engine.async_engine import AsyncLLMEngine
+from polyvox.engine.config import EngineConfig
+from polyvox.engine.sequence import SamplingParams
+from polyvox.engines.base import Engine, ReferenceAudio, SynthesisRequest
+from polyvox.engines.errors import EngineInputError
+from polyvox.engines.voxcpm2 import VoxCPM2Engine
+from polyvox.models.voxcpm2.bundle import VoxCPM2
+from polyvox.server.app import create_app
+from polyvox.settings import Settings
+
+PATCH_SAMPLES = 7680
+
+
+@pytest.fixture(scope="module")
+def model() -> VoxCPM2:
+    return VoxCPM2.random("tiny", device="cpu", dtype="float32")
+
+
+async def wait_for(condition, what: str) -> None:
+    for _ in range(2000):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never happened: {what}")
+
+
+def tone(seconds: float, rate: int, freq: float = 200.0) -> np.ndarray:
+    t = np.arange(int(seconds * rate)) / rate
+    return (0.3 * np.sin(2 * np.pi * freq * t)).astype(np.float32)
+
+
+def reference(seconds: float = 0.8, rate: int = 24000, transcript: str | None = None) -> ReferenceAudio:
+    samples = tone(seconds, rate)
+    return ReferenceAudio(samples, rate, hashlib.sha256(samples.tobytes()).hexdigest(), transcript)
+
+
+async def collect(engine: VoxCPM2Engine, request: SynthesisRequest) -> list[np.ndarray]:
+    return [chunk async for chunk in engine.generate(request)]
+
+
+def test_async_engine_streams_concurrent_requests_and_closing_one_cancels_it(tiny):
+    async def main():
+        engine = AsyncLLMEngine(tiny.engine(decode_audio=False))
+        engine.start()
+        try:
+            long = engine.generate(
+                tiny.prompt("I am cancelled."), SamplingParams(seed=1, min_len=40, max_len=40)
+            )
+            first = await anext(long)
+            assert first.index == 0
+            assert engine.stats().kv_blocks_used > 0
+
+            async def run(text, n):
+                outs = [
+                    o async for o in engine.generate(tiny.prompt(text), SamplingParams(min_len=n, max_len=n))
+                ]
+                return [o.index for o in outs], outs[-1].finished
+
+            results = await asyncio.gather(run("one", 3), run("two two", 5), run("three three", 4))
+            assert results == [([0, 1, 2], True), ([0, 1, 2, 3, 4], True), ([0, 1, 2, 3], True)]
+            await long.aclose()
+            await wait_for(lambda: engine.stats().running == 0, "the cancelled request leaves the engine")
+            stats = engine.stats()
+            assert stats.kv_blocks_used == 0 and stats.patches < 3 + 5 + 4 + 40
+        finally:
+            engine.stop()
+
+    asyncio.run(main())
+
+
+def test_voxcpm2_engine_meets_the_engine_contract_and_streams_160ms_chunks(model):
+    async def main():
+        engine = VoxCPM2Engine(model, EngineConfig(num_kv_blocks=256))
+        assert isinstance(engine, Engine)
+        assert (engine.info.sample_rate, engine.info.can_clone, engine.info.native_speed) == (
+            48000,
+            True,
+            False,
+        )
+        await engine.start()
+        try:
+            assert engine.ready
+            chunks = await collect(engine, SynthesisRequest("Hello.", voice="nova", seed=3, max_patches=3))
+            assert [c.shape for c in chunks] == [(PATCH_SAMPLES,)] * 3
+            assert all(c.dtype == np.float32 and np.isfinite(c).all() for c in chunks)
+            again = await collect(engine, SynthesisRequest("Hello.", voice="nova", seed=3, max_patches=3))
+            assert np.allclose(np.concatenate(chunks), np.concatenate(again), atol=1e-5)
+        finally:
+            await engine.stop()
+        assert not engine.ready
+
+    asyncio.run(main())
+
+
+def test_voxcpm2_engine_rejects_bad_input(model):
+    engine = VoxCPM2Engine(model, EngineConfig(num_kv_blocks=64))
+    with pytest.raises(EngineInputError) as err:
+        engine.validate(SynthesisRequest("   "))
+    assert err.value.param == "input"
+    empty = ReferenceAudio(np.zeros(0, np.float32), 16000, "x")
+    with pytest.raises(EngineInputError):
+        engine.validate(SynthesisRequest("Hi.", reference=empty))
+    with pytest.raises(EngineInputError):
+        engine.validate(SynthesisRequest("Hi.", temperature=0.0))
+
+
+def test_cloning_from_a_reference_and_reusing_it_hits_the_prefix_cache(model):
+    async def main():
+        engine = VoxCPM2Engine(model, EngineConfig(num_kv_blocks=256, kv_block_size=4))
+        await engine.start()
+        try:
+            ref = reference(1.2)
+            a = await collect(engine, SynthesisRequest("First clone.", reference=ref, seed=1, max_patches=3))
+            hits = engine.stats().prefix_cache_hits
+            b = await collect(engine, SynthesisRequest("Second clone.", reference=ref, seed=1, max_patches=3))
+            assert engine.stats().prefix_cache_hits > hits
+            zero_shot = await collect(engine, SynthesisRequest("Second clone.", seed=1, max_patches=3))
+            assert len(a) == len(b) == 3
+            assert np.abs(np.concatenate(b) - np.concatenate(zero_shot)).max() > 1e-4  # the reference matters
+            with_transcript = reference(1.2, transcript="A tone.")
+            c = await collect(
+                engine, SynthesisRequest("Third.", reference=with_transcript, seed=1, max_patches=2)
+            )
+            assert [x.shape for x in c] == [(PATCH_SAMPLES,)] * 2
+            assert engine.stats().kv_blocks_used == 0
+        finally:
+            await engine.stop()
+
+    asyncio.run(main())
+
+
+def test_a_hundred_concurrent_http_requests_all_complete_with_valid_audio(model):
+    engine = VoxCPM2Engine(model, EngineConfig(max_num_seqs=128, num_kv_blocks=2048), max_patches=3)
+    settings = Settings(max_concurrent_requests=100, max_queue=256, request_timeout_s=600)
+    with running_server(create_app(settings, engine)) as url:
+
+        async def main():
+            client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=600)
+
+            async def one(i: int) -> bytes:
+                text = f"Request number {i} says hello."
+                speech = await client.audio.speech.create(
+                    model="voxcpm2", voice="alloy", input=text, response_format="wav"
+                )
+                return speech.content
+
+            try:
+                return await asyncio.gather(*(one(i) for i in range(100)))
+            finally:
+                await client.close()
+
+        bodies = asyncio.run(main())
+        assert engine.stats().kv_blocks_used == 0
+        assert engine.stats().mean_batch_size > 1
+    assert len(bodies) == 100
+    for body in bodies:
+        samples, rate = decode(body)
+        assert 0.4 < samples.size / rate < 0.6  # three 160 ms patches
+        assert np.isfinite(samples).all() and np.abs(samples).max() > 0
