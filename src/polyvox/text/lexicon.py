@@ -40,9 +40,7 @@ class Lexicon:
         self.path = Path(path) if path is not None else None
         self._lock = threading.RLock()
         self._entries: dict[str, LexiconEntry] = {}
-        self._pattern: re.Pattern[str] | None = None
-        self._exact: dict[str, str] = {}
-        self._folded: dict[str, str] = {}
+        self._compiled: tuple[re.Pattern[str] | None, dict[str, str], dict[str, str]] = (None, {}, {})
         for entry in entries:
             self._entries[_check(entry).term] = entry
         self._compile()
@@ -118,7 +116,7 @@ class Lexicon:
 
     def apply(self, text: str) -> str:
         """`text` with every whole-word occurrence of a term replaced by its spoken form."""
-        pattern, exact, folded = self._pattern, self._exact, self._folded
+        pattern, exact, folded = self._compiled
         if pattern is None:
             return text
         return pattern.sub(lambda m: exact.get(m.group()) or folded.get(m.group().lower(), m.group()), text)
@@ -131,7 +129,7 @@ class Lexicon:
         exact = {e.term: e.say for e in entries if e.case_sensitive}
         folded = {e.term.lower(): e.say for e in entries if not e.case_sensitive}
         pattern = re.compile("|".join(_term_pattern(e) for e in entries)) if entries else None
-        self._exact, self._folded, self._pattern = exact, folded, pattern
+        self._compiled = (pattern, exact, folded)
 
 
 def parse_entries(data: object) -> list[LexiconEntry]:
