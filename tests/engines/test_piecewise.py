@@ -287,3 +287,36 @@ def test_a_single_piece_passes_through_untouched(embedded):
     recorder = Recorder(embedded, events)
     audio = speak(piecewise(recorder), "Just one short sentence.")
     np.testing.assert_array_equal(audio, np.concatenate(recorder.audio[0]))
+
+
+def test_pieces_overlap_on_the_batching_voxcpm2_engine():
+    from polyvox.engine.config import EngineConfig
+    from polyvox.engines.voxcpm2 import VoxCPM2Engine
+    from polyvox.models.voxcpm2.bundle import VoxCPM2
+
+    events: list[tuple[str, int]] = []
+    inner = VoxCPM2Engine(
+        VoxCPM2.random("tiny", device="cpu", dtype="float32"), EngineConfig(num_kv_blocks=256)
+    )
+    recorder = Recorder(inner, events)
+    engine = piecewise(recorder, max_piece_chars=30)
+    text = "(calmly) The first piece. 第二段在这里。 The third piece, 3 words."
+
+    async def run():
+        await engine.start()
+        try:
+            stream = engine.generate(
+                SynthesisRequest(text=text, request_id="r", instructions="calm", max_patches=3)
+            )
+            return stream, [chunk async for chunk in stream]
+        finally:
+            await engine.stop()
+
+    stream, chunks = asyncio.run(run())
+    assert stream.pieces == ["calmly, The first piece.", "第二段在这里。", "The third piece, three words."]
+    assert events.index(("start", 1)) < events.index(("end", 0))
+    assert events.index(("chunk", 1)) < events.index(("end", 0))  # batched together, not one after another
+    audio = np.concatenate(chunks)
+    assert len(audio) == 3 * 3 * 7680 and np.isfinite(audio).all()
+    inner_audio = [np.concatenate(recorder.audio[i]) for i in range(3)]
+    np.testing.assert_array_equal(audio[: 3 * 7680 - 480], inner_audio[0][:-480])

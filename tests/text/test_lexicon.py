@@ -128,3 +128,14 @@ def test_concurrent_edits_and_reads_do_not_break_replacement():
         thread.join()
     assert errors == []
     assert [entry.term for entry in lexicon.entries()] == ["fixed"]
+
+
+def test_the_digest_changes_with_the_entries_and_only_with_them():
+    lexicon = Lexicon([LexiconEntry("a1", "A one")])
+    before = lexicon.digest
+    lexicon.add("b2", "B two")
+    assert lexicon.digest != before
+    lexicon.remove("b2")
+    assert lexicon.digest == before
+    lexicon.add("a1", "A one", case_sensitive=True)
+    assert lexicon.digest != before

@@ -10,6 +10,7 @@ temporary file, then rename), and every method is safe to call from several thre
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -71,6 +72,12 @@ class Lexicon:
         with self._lock:
             return sorted(self._entries.values(), key=lambda entry: entry.term)
 
+    @property
+    def digest(self) -> str:
+        """A hash of every entry, for audio cache keys: a lexicon edit must not serve stale audio."""
+        with self._lock:
+            return self._digest
+
     def get(self, term: str) -> LexiconEntry | None:
         with self._lock:
             return self._entries.get(term)
@@ -130,6 +137,8 @@ class Lexicon:
         folded = {e.term.lower(): e.say for e in entries if not e.case_sensitive}
         pattern = re.compile("|".join(_term_pattern(e) for e in entries)) if entries else None
         self._compiled = (pattern, exact, folded)
+        listing = [(e.term, e.say, e.case_sensitive) for e in sorted(entries, key=lambda e: e.term)]
+        self._digest = hashlib.sha256(json.dumps(listing, ensure_ascii=False).encode()).hexdigest()
 
 
 def parse_entries(data: object) -> list[LexiconEntry]:
