@@ -98,6 +98,10 @@ def test_quotes_are_not_escaped_and_line_breaks_survive():
     assert "\\" not in spoken
 
 
+def test_korean_is_not_given_chinese_numerals():
+    assert normalize_text("사과 3개") == "사과 3개"
+
+
 def test_text_without_anything_to_normalise_is_unchanged():
     for text in ("Hello, world!", "你好，世界。", "Good morning, Dr. Smith."[:13]):
         assert normalize_text(text) == text

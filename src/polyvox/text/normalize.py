@@ -5,7 +5,8 @@ The spelling-out is WeTextProcessing's `wetext` (the `text` extra), with its Chi
 grammars. Mixed text is normalised run by run: a stretch without Chinese characters that holds at
 least two Latin words ("Apple sold 200 million iPhones") goes to the English grammar, everything
 else (Chinese, and short Latin bits inside Chinese such as "3.5kg" or "iPhone 15") to the Chinese
-one, which reads numbers the Chinese way and leaves Latin words alone. Text is fed to `wetext` a
+one, which reads numbers the Chinese way and leaves Latin words alone. Korean is left as it is
+(there is no Korean grammar, and Chinese numerals would be wrong in it). Text is fed to `wetext` a
 sentence at a time because its cost grows faster than linearly with length. Without `wetext`
 installed only the spacing is applied.
 """
@@ -23,11 +24,13 @@ log = logging.getLogger(__name__)
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_CHAR = re.compile(f"[{_CJK}]")
+_HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
 # Runs free of CJK letters and of full-width CJK punctuation (the Chinese side keeps those).
 _NON_CJK_RUN = re.compile(f"[^{_CJK}\u3000-\u303f\uff00-\uffef]+")
 _LATIN_WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
-_CJK_THEN_LATIN = re.compile(f"([{_CJK}])(?=[A-Za-z0-9])")
-_LATIN_THEN_CJK = re.compile(f"([A-Za-z0-9])(?=[{_CJK}])")
+_HAN_KANA = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # Korean has spaces of its own
+_CJK_THEN_LATIN = re.compile(f"([{_HAN_KANA}])(?=[A-Za-z0-9])")
+_LATIN_THEN_CJK = re.compile(f"([A-Za-z0-9])(?=[{_HAN_KANA}])")
 _SPACES = re.compile(r"[ \t\f\v\u00a0]+")
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
 _SENTENCE_CUT = re.compile(r"(?<=[。！？；])\s*|(?<=[.!?;…])\s+")
@@ -66,7 +69,7 @@ def normalize_text(text: str, lang: Lang | None = None) -> str:
 
 
 def space_cjk_latin(text: str) -> str:
-    """One space between a CJK character and an adjacent Latin letter or digit: "用GPU跑" → "用 GPU 跑"."""
+    """A space between a Chinese/Japanese character and a Latin letter or digit: "用GPU跑" → "用 GPU 跑"."""
     return _LATIN_THEN_CJK.sub(r"\1 ", _CJK_THEN_LATIN.sub(r"\1 ", text))
 
 
@@ -112,6 +115,8 @@ def _normalize_run(run: str, lang: Lang) -> str:
         return run
     if lang == "en":
         run = _MONEY.sub(_spell_money, _THOUSANDS_COMMA.sub("", run))
+    elif _HANGUL.search(run):
+        return run  # Chinese numerals would be wrong in Korean, and there is no Korean grammar
     else:
         run = _LETTER_HYPHEN_DIGIT.sub(" ", run)
     out = []
