@@ -144,7 +144,7 @@ class ModelRunner:
     def _generate(self, seqs: list[Sequence]) -> list[PatchOutput]:
         lm_hidden = torch.stack([s.lm_hidden for s in seqs])
         res_hidden = torch.stack([s.residual_hidden for s in seqs])
-        prev = torch.stack([s.prev_patch for s in seqs]).to(self.device, self.dtype)
+        prev = torch.stack([s.prev_patch.to(self.device, self.dtype) for s in seqs])
         noise = torch.cat([s.next_noise(self.feat_dim, self.patch_size) * s.params.temperature for s in seqs])
         noise = noise.to(self.device, self.dtype)
         cfg = torch.tensor([s.params.cfg_value for s in seqs], device=self.device, dtype=self.dtype)
