@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 
@@ -12,6 +13,10 @@ from polyvox.engines.base import Engine
 from polyvox.engines.fake import FakeEngine
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
+
+# Tests start with the audio cache off (it is on by default and persists between runs); the cache's
+# own tests turn it on with a temporary directory.
+os.environ.setdefault("POLYVOX_CACHE_ENABLED", "false")
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from polyvox import __version__
 from polyvox.settings import Settings
@@ -30,8 +30,12 @@ OPTIONAL_SUBCOMMAND_MODULES = ("polyvox.cli_checkpoint",)
 
 def _flag_type(annotation: Any) -> tuple[Callable[[str], Any], tuple[Any, ...] | None]:
     """The argparse `type` and `choices` for a Settings field's annotation (Optional unwrapped)."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
     if get_origin(annotation) in (Union, types.UnionType):
         annotation = next(arg for arg in get_args(annotation) if arg is not type(None))
+    if get_origin(annotation) is list:
+        return str, None  # one comma-separated value; the Settings validator splits it
     if get_origin(annotation) is Literal:
         choices = get_args(annotation)
         return type(choices[0]), choices
@@ -47,7 +51,7 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     for name, field in Settings.model_fields.items():
         flag = "--" + name.replace("_", "-")
         kind, choices = _flag_type(field.annotation)
-        help_text = f"{field.description} (default: {field.default})"
+        help_text = f"{field.description} (default: {field.get_default(call_default_factory=True)})"
         if kind is bool:
             action = argparse.BooleanOptionalAction
             group.add_argument(flag, dest=name, action=action, default=argparse.SUPPRESS, help=help_text)
@@ -89,18 +93,30 @@ def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from polyvox.server.app import create_app
+    from polyvox.server.lifecycle import DrainingServer
 
     settings = settings_from_args(args)
     _setup_logging(settings.log_level)
     app = create_app(settings)
     info = app.state.engine.info
     log.info("serving %s (model %s) on http://%s:%d", info.name, info.model_id, settings.host, settings.port)
-    if settings.host not in LOOPBACK_HOSTS:
+    if settings.host not in LOOPBACK_HOSTS and app.state.keyring.open:
         log.warning(
-            "listening on %s, beyond loopback: anyone who can reach this port can use the server",
+            "listening on %s, beyond loopback, with no API key: anyone who can reach this port can use "
+            "the server (set api_keys or api_keys_file)",
             settings.host,
         )
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=5
+    )
+    admission = app.state.service.admission
+    server = DrainingServer(
+        config,
+        app.state.lifecycle,
+        busy=lambda: admission.running + admission.waiting > 0,
+        grace_s=settings.shutdown_grace_s,
+    )
+    server.run()
     return 0
 
 

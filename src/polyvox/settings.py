@@ -11,10 +11,10 @@ import json
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 
 def _alias(name: str, *legacy: str) -> AliasChoices:
@@ -58,8 +58,41 @@ class Settings(BaseSettings):
         "auto", description="VoxCPM2 weight dtype; auto is bfloat16 on CUDA and float32 on CPU."
     )
 
-    api_key: str | None = Field(
-        None, description="When set, /v1 routes require `Authorization: Bearer <api_key>`; unset: open."
+    # authentication (no key configured anywhere: the server is open)
+    api_key: str | None = Field(None, description="One API key (kept for compatibility; adds to api_keys).")
+    api_keys: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="API keys accepted as `Authorization: Bearer <key>` (env: comma-separated).",
+    )
+    api_keys_file: Path | None = Field(
+        None, description="File of API keys, one per line (# comments); read at start."
+    )
+    admin_api_keys: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Keys for /admin/* and voice management; unset: any API key may use them.",
+    )
+
+    # audio cache
+    cache_enabled: bool = Field(True, description="Cache synthesised audio on disk.")
+    cache_dir: Path | None = Field(
+        None,
+        validation_alias=_alias("cache_dir", "AUDIO_CACHE_DIR"),
+        description="Audio cache directory (alias AUDIO_CACHE_DIR); unset: ~/.cache/polyvox/audio.",
+    )
+    cache_ttl_minutes: float = Field(
+        1440.0,
+        ge=0,
+        validation_alias=_alias("cache_ttl_minutes", "CACHE_TTL_MINUTES"),
+        description="Minutes a cached answer stays valid; 0: no expiry (alias CACHE_TTL_MINUTES).",
+    )
+    cache_max_bytes: int = Field(
+        2_147_483_648, ge=0, description="Size cap of the audio cache; least recently used entries go first."
+    )
+
+    # privacy and lifecycle
+    log_request_text: bool = Field(False, description="Log request text (default: only its length and hash).")
+    shutdown_grace_s: float = Field(
+        30.0, ge=0, description="On SIGTERM, how long in-flight requests may take to finish."
     )
 
     # request limits and admission control
@@ -72,6 +105,9 @@ class Settings(BaseSettings):
         26_214_400, ge=1024, description="Largest accepted request body (uploads included), in bytes."
     )
     request_timeout_s: float = Field(300.0, gt=0, description="Deadline for one request, in seconds.")
+    max_upload_bytes: int = Field(
+        10_485_760, ge=1024, description="Largest accepted clone reference upload, in bytes."
+    )
 
     # VoxCPM2 generation defaults
     cfg_value: float = Field(2.0, ge=0.5, le=5.0, description="Default classifier-free guidance value.")
@@ -109,6 +145,17 @@ class Settings(BaseSettings):
     )
 
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+
+    @field_validator("api_keys", "admin_api_keys", mode="before")
+    @classmethod
+    def _key_list(cls, value: Any) -> Any:
+        """Keys from the environment come as one comma-separated (or JSON list) string."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [key.strip() for key in text.split(",") if key.strip()]
+        return value
 
     @classmethod
     def settings_customise_sources(

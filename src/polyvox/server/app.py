@@ -13,8 +13,10 @@ from fastapi import Depends, FastAPI
 
 from polyvox import __version__
 from polyvox.engines.base import Engine
+from polyvox.server.auth import KeyRing, authorize
 from polyvox.server.deps import require_api_key
 from polyvox.server.errors import install_error_handlers
+from polyvox.server.lifecycle import Lifecycle
 from polyvox.server.metrics import Metrics, MetricsMiddleware
 from polyvox.server.routes import catalog, health, speech
 from polyvox.server.synthesis import SpeechService
@@ -56,11 +58,14 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
 
         engine = build_engine(settings)
     metrics = Metrics()
-    app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan)
+    # Every route needs an API key when keys are configured, except auth.OPEN_PATHS.
+    app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan, dependencies=[Depends(authorize)])
+    app.state.keyring = KeyRing.from_settings(settings)
+    app.state.lifecycle = Lifecycle()
     app.state.settings = settings
     app.state.engine = engine
     app.state.metrics = metrics
-    app.state.service = SpeechService(engine, settings, metrics)
+    app.state.service = SpeechService(engine, settings, metrics, app.state.lifecycle)
     app.state.engine_failure = None
     app.state.created = int(time.time())
     install_error_handlers(app)

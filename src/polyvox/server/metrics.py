@@ -41,6 +41,18 @@ class Metrics:
         self.in_flight = Gauge("polyvox_requests_in_flight", "Syntheses running now.", registry=r)
         self.queue_depth = Gauge("polyvox_queue_depth", "Speech requests waiting for a slot.", registry=r)
         self.errors = Counter("polyvox_errors", "Errors answered, by type.", ["type"], registry=r)
+        self.cache_lookups = Counter(
+            "polyvox_cache_lookups",
+            "Speech requests by X-Cache outcome (hit, miss, bypass, adhoc, disabled).",
+            ["result"],
+            registry=r,
+        )
+        self.cache_entries = Gauge("polyvox_cache_entries", "Entries in the audio cache.", registry=r)
+        self.cache_bytes = Gauge("polyvox_cache_bytes", "Bytes in the audio cache.", registry=r)
+
+    def cache_changed(self, entries: int, size: int) -> None:
+        self.cache_entries.set(entries)
+        self.cache_bytes.set(size)
 
     def admission_changed(self, running: int, waiting: int) -> None:
         self.in_flight.set(running)

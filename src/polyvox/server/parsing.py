@@ -52,10 +52,29 @@ async def _reference(upload: UploadFile, transcript: str | None) -> ReferenceAud
     return ReferenceAudio(samples, REFERENCE_RATE, hashlib.sha256(data).hexdigest(), transcript or None)
 
 
+def _replay(body: bytes):
+    """An ASGI `receive` that hands over an already-read body once."""
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
 async def read_speech_request(
-    request: Request, max_bytes: int, defaults: dict[str, Any] | None = None
+    request: Request,
+    max_bytes: int,
+    defaults: dict[str, Any] | None = None,
+    max_upload_bytes: int | None = None,
 ) -> tuple[SpeechRequest, ReferenceAudio | None]:
-    """Parse and validate the body; validation errors become RequestValidationError (translated once)."""
+    """Parse and validate the body; validation errors become RequestValidationError (translated once).
+
+    The body limit holds for chunked bodies too (no Content-Length): reading stops past `max_bytes`."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > max_bytes:
         raise _too_large(max_bytes)
@@ -72,8 +91,16 @@ async def read_speech_request(
             raise APIError(400, "request body must be a JSON object", code="invalid_json")
         data.update(parsed)
     elif content_type in FORM_TYPES:
-        form = await request.form(max_files=2, max_fields=64)
+        raw = await _read_body(request, max_bytes)
+        form = await Request(request.scope, _replay(raw)).form(max_files=2, max_fields=64)
         upload = next((form[name] for name in UPLOAD_FIELDS if isinstance(form.get(name), UploadFile)), None)
+        if upload is not None and max_upload_bytes is not None and (upload.size or 0) > max_upload_bytes:
+            raise APIError(
+                413,
+                f"the uploaded reference audio exceeds {max_upload_bytes} bytes",
+                param=next(name for name in UPLOAD_FIELDS if form.get(name) is upload),
+                code="upload_too_large",
+            )
         data.update({key: value for key, value in form.items() if not isinstance(value, UploadFile)})
         if upload is not None:
             transcript = next((str(data[name]) for name in TRANSCRIPT_FIELDS if data.get(name)), None)

@@ -5,10 +5,12 @@ counts what it produced. Routes stay thin; everything a speech route does happen
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import logging
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -20,18 +22,23 @@ from polyvox.audio import formats
 from polyvox.audio.encode import wav_header
 from polyvox.audio.errors import UnsupportedFormat
 from polyvox.audio.pipeline import OutputPipeline
+from polyvox.cache import AudioCache, CachedAudio, cache_key, engine_fingerprint, open_cache
 from polyvox.engines.base import OPENAI_VOICES, Engine, EngineInfo, ReferenceAudio, SynthesisRequest
 from polyvox.server.admission import Admission, Overloaded
 from polyvox.server.errors import APIError, DeadlineExceeded
+from polyvox.server.lifecycle import Lifecycle
 from polyvox.server.metrics import Metrics
 from polyvox.server.protocol import SpeechRequest, SpeechUsage
 from polyvox.settings import Settings
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 # Usage accounting for SSE `speech.audio.done`: input tokens are characters of input (engines do not
 # share a tokenizer); output tokens are 20 ms audio frames, i.e. 50 per second of audio.
 OUTPUT_TOKENS_PER_SECOND = 50
+# Cached audio is fed to the OutputPipeline in pieces of this length, so hits stream like misses.
+CACHED_CHUNK_S = 0.5
 
 
 class ClientGone(Exception):
@@ -49,6 +56,20 @@ class SpeechJob:
     stream: bool
     received_at: float = field(default_factory=time.perf_counter)
     audio_seconds: float = 0.0
+    cache_status: str = "DISABLED"  # X-Cache: HIT, MISS, BYPASS, ADHOC or DISABLED
+    cache_key: str | None = None
+    cached: CachedAudio | None = None
+    admitted: bool = False
+
+    @property
+    def route(self) -> str:
+        """X-Route: CACHE (served from the cache), ADHOC (one-off clone) or HOT (the engine)."""
+        if self.cached is not None:
+            return "CACHE"
+        return "ADHOC" if self.cache_status == "ADHOC" else "HOT"
+
+    def cache_headers(self) -> dict[str, str]:
+        return {"X-Cache": self.cache_status, "X-Route": self.route}
 
     @property
     def content_type(self) -> str:
@@ -65,10 +86,24 @@ class SpeechJob:
 class SpeechService:
     """Everything between a parsed `SpeechRequest` and the bytes a client receives."""
 
-    def __init__(self, engine: Engine, settings: Settings, metrics: Metrics):
+    def __init__(
+        self, engine: Engine, settings: Settings, metrics: Metrics, lifecycle: Lifecycle | None = None
+    ):
         self.engine = engine
         self.settings = settings
         self.metrics = metrics
+        self.lifecycle = lifecycle or Lifecycle()
+        self.cache: AudioCache | None = None
+        if settings.cache_enabled:
+            self.cache = open_cache(
+                settings.cache_dir,
+                settings.cache_max_bytes,
+                settings.cache_ttl_minutes,
+                metrics.cache_changed,
+            )
+        # Set by the voice registry: a content hash of a named voice's prompt, so the cache never
+        # serves audio of a voice that has since changed.
+        self.voice_fingerprint: Callable[[str], str | None] | None = None
         self.admission = Admission(
             settings.max_concurrent_requests, settings.max_queue, on_change=metrics.admission_changed
         )
@@ -80,9 +115,21 @@ class SpeechService:
         return list(dict.fromkeys((*OPENAI_VOICES, *self.engine.info.voices)))
 
     def prepare(
-        self, body: SpeechRequest, *, stream: bool, reference: ReferenceAudio | None = None
+        self,
+        body: SpeechRequest,
+        *,
+        stream: bool,
+        reference: ReferenceAudio | None = None,
+        no_cache: bool = False,
     ) -> SpeechJob:
-        """Check the request against settings and engine; APIError / EngineInputError if it cannot run."""
+        """Check the request against settings and engine; APIError / EngineInputError if it cannot run.
+
+        `reference` is an uploaded one-off clone (never cached); `no_cache` is the client's
+        `Cache-Control: no-cache | no-store`."""
+        if self.lifecycle.draining:
+            raise APIError(
+                503, "the server is shutting down", code="shutting_down", headers={"Retry-After": "5"}
+            )
         if not self.engine.ready:
             raise APIError(
                 503, "the engine is still starting", code="engine_not_ready", headers={"Retry-After": "5"}
@@ -121,31 +168,80 @@ class SpeechService:
             request_id=uuid.uuid4().hex,
         )
         self.engine.validate(request)
-        return SpeechJob(request, fmt, out_rate, pipeline_speed, stream)
+        job = SpeechJob(request, fmt, out_rate, pipeline_speed, stream)
+        if reference is not None:
+            job.cache_status = "ADHOC"
+        elif self.cache is None:
+            job.cache_status = "DISABLED"
+        elif no_cache or not body.cache:
+            job.cache_status = "BYPASS"
+        else:
+            job.cache_status = "MISS"
+            voice_print = self.voice_fingerprint(body.voice) if self.voice_fingerprint else None
+            job.cache_key = cache_key(engine_fingerprint(self.engine), request, voice_print)
+        return job
 
-    async def admit(self, request: Request) -> None:
-        """Take an admission slot (waiting in line); 429 when the line is full, ClientGone on disconnect."""
+    async def lookup(self, job: SpeechJob) -> None:
+        """Look the job up in the cache (off the event loop); a hit makes it HIT and holds the audio."""
+        if self.cache is not None and job.cache_key is not None:
+            job.cached = await anyio.to_thread.run_sync(self.cache.get, job.cache_key, limiter=self.limiter)
+            if job.cached is not None:
+                job.cache_status = "HIT"
+        self.metrics.cache_lookups.labels(result=job.cache_status.lower()).inc()
+        self._log_request(job)
+
+    def _log_request(self, job: SpeechJob) -> None:
+        """One line per speech request: the text only as length and hash unless `log_request_text`."""
+        if not log.isEnabledFor(logging.INFO):
+            return
+        text = job.request.text
+        shown = repr(text) if self.settings.log_request_text else f"sha256:{_digest(text)}"
+        log.info(
+            "speech %s: %d chars %s voice=%s format=%s stream=%s cache=%s",
+            job.request.request_id,
+            len(text),
+            shown,
+            job.request.voice,
+            job.fmt.name,
+            job.stream,
+            job.cache_status,
+        )
+
+    async def admit(self, request: Request, job: SpeechJob) -> None:
+        """Take an admission slot (waiting in line); 429 when the line is full, ClientGone on disconnect.
+
+        Cache hits need no slot: they never reach the engine."""
+        if job.cached is not None:
+            return
         try:
             await until_disconnect(request, self.admission.acquire())
         except Overloaded as exc:
             raise APIError(
                 429, str(exc), code="rate_limit_exceeded", headers={"Retry-After": str(exc.retry_after_s)}
             ) from exc
+        job.admitted = True
 
     def release(self, job: SpeechJob) -> None:
-        self.admission.release()
-        self.admission.observe_latency(time.perf_counter() - job.received_at)
+        if job.admitted:
+            job.admitted = False
+            self.admission.release()
+            self.admission.observe_latency(time.perf_counter() - job.received_at)
 
     async def audio(self, job: SpeechJob) -> AsyncIterator[bytes]:
         """The encoded response, piece by piece as the engine makes audio. Closing it cancels the engine.
 
         Raises DeadlineExceeded once the request has run `settings.request_timeout_s`."""
         deadline = job.received_at + self.settings.request_timeout_s
+        in_rate = job.cached.sample_rate if job.cached is not None else self.engine.info.sample_rate
         pipeline = await anyio.to_thread.run_sync(
-            OutputPipeline, self.engine.info.sample_rate, job.out_rate, job.fmt, job.pipeline_speed
+            OutputPipeline, in_rate, job.out_rate, job.fmt, job.pipeline_speed
         )
-        chunks = aiter(self.engine.generate(job.request))
-        self.metrics.input_chars.inc(len(job.request.text))
+        if job.cached is not None:
+            chunks = _cached_chunks(job.cached)
+        else:
+            chunks = aiter(self.engine.generate(job.request))
+            self.metrics.input_chars.inc(len(job.request.text))
+        keep: list[np.ndarray] | None = [] if job.cache_status == "MISS" else None
         first = True
         try:
             while True:
@@ -157,15 +253,20 @@ class SpeechService:
                 except TimeoutError as exc:
                     raise DeadlineExceeded(self.settings.request_timeout_s) from exc
                 samples = np.asarray(chunk, dtype=np.float32).reshape(-1)
-                seconds = samples.size / self.engine.info.sample_rate / job.pipeline_speed
+                seconds = samples.size / in_rate / job.pipeline_speed
                 job.audio_seconds += seconds
-                self.metrics.audio_seconds.inc(seconds)
+                if keep is not None:
+                    keep.append(samples)
+                if job.cached is None:
+                    self.metrics.audio_seconds.inc(seconds)
                 data = await anyio.to_thread.run_sync(pipeline.push, samples, limiter=self.limiter)
                 if data:
                     if first:
                         first = False
                         self._observe_ttfa(job)
                     yield data
+            if keep is not None:
+                await self._store(job, keep, in_rate)
             tail = await anyio.to_thread.run_sync(pipeline.finish, limiter=self.limiter)
             if tail:
                 if first:
@@ -176,6 +277,16 @@ class SpeechService:
             if aclose is not None:
                 await aclose()
 
+    async def _store(self, job: SpeechJob, parts: list[np.ndarray], rate: int) -> None:
+        """Cache a finished synthesis; a failure to store is logged by the cache, never raised."""
+        if self.cache is None or job.cache_key is None or not parts:
+            return
+        samples = np.concatenate(parts)
+        try:
+            await anyio.to_thread.run_sync(self.cache.put, job.cache_key, samples, rate, limiter=self.limiter)
+        except Exception:
+            log.exception("audio cache store failed for request %s", job.request.request_id)
+
     def _observe_ttfa(self, job: SpeechJob) -> None:
         self.metrics.ttfa.labels(stream=str(job.stream).lower()).observe(
             time.perf_counter() - job.received_at
@@ -184,6 +295,16 @@ class SpeechService:
     async def whole(self, job: SpeechJob) -> bytes:
         """The complete file for a non-streamed answer (WAV gets its exact sizes)."""
         return complete_file(b"".join([piece async for piece in self.audio(job)]), job.fmt, job.out_rate)
+
+
+async def _cached_chunks(cached: CachedAudio) -> AsyncIterator[np.ndarray]:
+    step = max(1, round(CACHED_CHUNK_S * cached.sample_rate))
+    for start in range(0, cached.samples.size, step):
+        yield cached.samples[start : start + step]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def split_speed(info: EngineInfo, speed: float) -> tuple[float, float]:

@@ -23,7 +23,9 @@ async def health() -> dict[str, str]:
 
 @router.get("/ready")
 async def ready(request: Request, engine: Engine = Depends(get_engine)) -> dict[str, str]:
-    """Ready to synthesise: the engine has started and warmed up."""
+    """Ready to synthesise: the engine has started and warmed up, and the server is not draining."""
+    if request.app.state.lifecycle.draining:
+        raise APIError(503, "the server is shutting down", code="shutting_down")
     if not engine.ready:
         failure = getattr(request.app.state, "engine_failure", None)
         if failure:

@@ -34,14 +34,28 @@ async def _first_piece(pieces) -> bytes:
     return b""
 
 
+def _no_cache(request: Request) -> bool:
+    """`Cache-Control: no-cache` or `no-store` from the client bypasses the audio cache."""
+    directives = {
+        part.strip().split("=")[0].lower() for part in request.headers.get("cache-control", "").split(",")
+    }
+    return bool(directives & {"no-cache", "no-store"})
+
+
 async def _speak(
     request: Request, service: SpeechService, defaults: dict[str, Any] | None = None
 ) -> Response:
-    body, reference = await read_speech_request(request, service.settings.max_request_bytes, defaults)
-    job = service.prepare(body, stream=body.stream_format is not None, reference=reference)
-    headers = {"X-Request-Id": job.request.request_id}
+    settings = service.settings
+    body, reference = await read_speech_request(
+        request, settings.max_request_bytes, defaults, max_upload_bytes=settings.max_upload_bytes
+    )
+    job = service.prepare(
+        body, stream=body.stream_format is not None, reference=reference, no_cache=_no_cache(request)
+    )
+    await service.lookup(job)
+    headers = {"X-Request-Id": job.request.request_id, **job.cache_headers()}
     try:
-        await service.admit(request)
+        await service.admit(request, job)
     except ClientGone:
         return Response(status_code=CLIENT_CLOSED)
     handed_over = False

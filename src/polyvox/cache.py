@@ -1,0 +1,275 @@
+"""The content-addressed audio cache: the engine-rate float32 PCM of finished syntheses on disk, keyed
+by everything that shapes the audio, with atomic writes, a TTL and a size cap with LRU eviction.
+
+What is stored is what the engine produced, before speed change, resampling and encoding, so one
+entry serves every `response_format`, `sample_rate` and server-side speed, streamed or not. A cache
+that cannot write (read-only or full disk) stops storing and says so in the log; it never fails a
+request. Several processes may share one directory: writes are atomic renames, and an entry another
+process evicted is simply a miss.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import struct
+import threading
+import time
+import unicodedata
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from polyvox.engines.base import Engine, SynthesisRequest
+
+log = logging.getLogger(__name__)
+
+CACHE_FORMAT = 1
+_MAGIC = b"PVXAUDIO"
+_HEADER = struct.Struct("<8sIIQd")  # magic, format, sample rate, sample count, created (unix time)
+_SUFFIX = ".pcm"
+_WARN_EVERY_S = 60.0
+_STALE_TMP_S = 3600.0
+
+
+@dataclass(frozen=True)
+class CachedAudio:
+    samples: np.ndarray
+    sample_rate: int
+
+
+def normalize_text(text: str) -> str:
+    """The text as the cache sees it: NFC, line endings unified, runs of spaces and tabs collapsed, trimmed.
+
+    Line breaks are kept: a text front end may pause on them."""
+    text = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n")
+    lines = (" ".join(line.split()) for line in text.split("\n"))
+    return "\n".join(lines).strip()
+
+
+def engine_fingerprint(engine: Engine) -> str:
+    """Everything about the engine that changes its audio: name, model id, rate, `info.extra` (model
+    revision, voice hash...) and the engine's own `cache_fingerprint()` (e.g. a lexicon digest)."""
+    info = engine.info
+    parts: dict[str, object] = {
+        "name": info.name,
+        "model": info.model_id,
+        "rate": info.sample_rate,
+        "extra": dict(sorted(info.extra.items())),
+    }
+    own = getattr(engine, "cache_fingerprint", None)
+    if callable(own):
+        parts["own"] = own()
+    lexicon = getattr(getattr(engine, "frontend", None), "lexicon", None)
+    if lexicon is not None and callable(getattr(lexicon, "digest", None)):
+        parts["lexicon"] = lexicon.digest()
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
+def cache_key(
+    engine_print: str, request: SynthesisRequest, voice_fingerprint: str | None = None, **extra: object
+) -> str:
+    """The hex key of a request: the engine fingerprint, the normalised text, the voice (its name and,
+    when known, its prompt's content hash) and every other field of the request but its id."""
+    fields = {
+        f.name: getattr(request, f.name)
+        for f in dataclasses.fields(request)
+        if f.name not in ("request_id", "reference", "text")
+    }
+    ref = request.reference
+    payload = {
+        "format": CACHE_FORMAT,
+        "engine": engine_print,
+        "text": normalize_text(request.text),
+        "voice_fingerprint": voice_fingerprint,
+        "reference": None
+        if ref is None
+        else {"hash": ref.content_hash, "rate": ref.sample_rate, "transcript": ref.transcript},
+        "fields": fields,
+        "extra": extra,
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class AudioCache:
+    """A directory of `<key>.pcm` files with an in-memory LRU index; every method is thread-safe.
+
+    `ttl_s` of 0 or None means entries never expire. `on_change(entries, bytes)` reports the size.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        max_bytes: int,
+        ttl_s: float | None = None,
+        on_change: Callable[[int, int], None] | None = None,
+    ):
+        self.directory = Path(directory)
+        self.max_bytes = max_bytes
+        self.ttl_s = ttl_s or None
+        self.evictions = 0
+        self._on_change = on_change
+        self._lock = threading.Lock()
+        self._index: OrderedDict[str, int] = OrderedDict()  # key -> size, least recently used first
+        self._bytes = 0
+        self._last_warning = 0.0
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._probe()
+        self._scan()
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def get(self, key: str) -> CachedAudio | None:
+        """The entry's audio, or None (absent, expired, damaged or unreadable: all a miss)."""
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                header = f.read(_HEADER.size)
+                magic, version, rate, count, created = _HEADER.unpack(header)
+                data = f.read()
+        except (OSError, struct.error):
+            self._forget(key)
+            return None
+        expired = self.ttl_s is not None and time.time() - created > self.ttl_s
+        if magic != _MAGIC or version != CACHE_FORMAT or len(data) != count * 4 or expired:
+            self._remove(key)
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # the file's mtime is its last use, for LRU order across restarts
+        with self._lock:
+            if key not in self._index:
+                self._index[key] = _HEADER.size + len(data)
+                self._bytes += _HEADER.size + len(data)
+            self._index.move_to_end(key)
+        return CachedAudio(np.frombuffer(data, dtype="<f4").astype(np.float32), rate)
+
+    def put(self, key: str, samples: np.ndarray, sample_rate: int) -> bool:
+        """Store atomically (write a temporary file, rename it over the key); False if not stored."""
+        data = np.ascontiguousarray(samples, dtype="<f4").tobytes()
+        size = _HEADER.size + len(data)
+        if size > self.max_bytes:
+            return False
+        header = _HEADER.pack(_MAGIC, CACHE_FORMAT, sample_rate, len(data) // 4, time.time())
+        tmp = self.directory / f".{key}.{uuid.uuid4().hex}.tmp"
+        try:
+            with open(tmp, "xb") as f:
+                f.write(header)
+                f.write(data)
+            os.replace(tmp, self._path(key))
+        except OSError as exc:
+            self._warn(f"audio cache write failed ({exc.strerror or exc}); continuing without storing")
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            return False
+        with self._lock:
+            self._bytes += size - self._index.pop(key, 0)
+            self._index[key] = size
+            victims = []
+            while self._bytes > self.max_bytes and len(self._index) > 1:
+                victim, victim_size = self._index.popitem(last=False)
+                self._bytes -= victim_size
+                victims.append(victim)
+            self.evictions += len(victims)
+        for victim in victims:
+            self._unlink(victim)
+        self._changed()
+        return True
+
+    def clear(self) -> None:
+        with self._lock:
+            keys = list(self._index)
+            self._index.clear()
+            self._bytes = 0
+        for key in keys:
+            self._unlink(key)
+        self._changed()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / f"{key}{_SUFFIX}"
+
+    def _probe(self) -> None:
+        probe = self.directory / f".probe.{uuid.uuid4().hex}.tmp"
+        probe.write_bytes(b"")
+        probe.unlink()
+
+    def _scan(self) -> None:
+        """Index what an earlier run left, least recently used first; drop expired and stale files."""
+        now = time.time()
+        found = []
+        for entry in os.scandir(self.directory):
+            try:
+                stat = entry.stat()
+                if entry.name.endswith(".tmp"):
+                    if now - stat.st_mtime > _STALE_TMP_S:
+                        os.unlink(entry.path)
+                    continue
+                if not entry.name.endswith(_SUFFIX):
+                    continue
+                if self.ttl_s is not None and now - stat.st_mtime > self.ttl_s:
+                    os.unlink(entry.path)
+                    continue
+            except OSError:
+                continue
+            found.append((stat.st_mtime, entry.name[: -len(_SUFFIX)], stat.st_size))
+        for _, key, size in sorted(found):
+            self._index[key] = size
+            self._bytes += size
+        self._changed()
+
+    def _forget(self, key: str) -> None:
+        with self._lock:
+            self._bytes -= self._index.pop(key, 0)
+        self._changed()
+
+    def _remove(self, key: str) -> None:
+        self._forget(key)
+        self._unlink(key)
+
+    def _unlink(self, key: str) -> None:
+        with contextlib.suppress(OSError):
+            self._path(key).unlink(missing_ok=True)
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change(len(self._index), self._bytes)
+
+    def _warn(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self._last_warning > _WARN_EVERY_S:
+            self._last_warning = now
+            log.warning("%s (%s)", message, self.directory)
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "polyvox" / "audio"
+
+
+def open_cache(
+    directory: Path | None,
+    max_bytes: int,
+    ttl_minutes: float,
+    on_change: Callable[[int, int], None] | None = None,
+) -> AudioCache | None:
+    """The cache in `directory` (default: ~/.cache/polyvox/audio), or None with a warning when the
+    directory cannot be created or written: the server then runs without a cache."""
+    path = directory or default_cache_dir()
+    try:
+        return AudioCache(path, max_bytes, ttl_minutes * 60.0, on_change)
+    except OSError as exc:
+        log.warning("audio cache disabled: %s is not writable (%s)", path, exc.strerror or exc)
+        return None

@@ -1,0 +1,108 @@
+"""API-key authentication: bearer keys from settings, the environment or a key file, and admin keys
+for `/admin/*` and voice management (POST/PUT/PATCH/DELETE under `/v1/audio/voices` and `/v1/voices`).
+
+It is an app-wide dependency, so every route, including ones added later, is guarded unless it is
+in `OPEN_PATHS` (health, readiness, metrics, the API docs). With no key configured at all the
+server is open. Answers are OpenAI-shaped: 401 for a missing or unknown key, 403 for a valid key
+on an admin route that is not an admin key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastapi import Request
+
+from polyvox.server.errors import APIError
+from polyvox.settings import Settings
+
+log = logging.getLogger(__name__)
+
+OPEN_PATHS = frozenset(
+    {"/health", "/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+)
+ADMIN_PREFIXES = ("/admin/",)
+VOICE_ADMIN_PREFIXES = ("/v1/audio/voices", "/v1/voices")
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode()).digest()
+
+
+def read_key_file(path: Path) -> list[str]:
+    """Keys from a file: one per line, blank lines and `#` comments ignored."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+
+
+@dataclass(frozen=True)
+class KeyRing:
+    """SHA-256 digests of the accepted keys (compared in constant time, never kept in the clear)."""
+
+    keys: tuple[bytes, ...]
+    admin_keys: tuple[bytes, ...]
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> KeyRing:
+        keys = list(settings.api_keys)
+        if settings.api_key:
+            keys.append(settings.api_key)
+        if settings.api_keys_file is not None:
+            keys += read_key_file(settings.api_keys_file)
+        admin = [key for key in settings.admin_api_keys if key]
+        return cls(tuple(_digest(k) for k in keys if k), tuple(_digest(k) for k in admin))
+
+    @property
+    def open(self) -> bool:
+        return not self.keys and not self.admin_keys
+
+    def is_admin(self, digest: bytes) -> bool:
+        return _member(digest, self.admin_keys)
+
+    def is_valid(self, digest: bytes) -> bool:
+        return _member(digest, self.keys) or self.is_admin(digest)
+
+
+def _member(digest: bytes, digests: tuple[bytes, ...]) -> bool:
+    found = False
+    for candidate in digests:
+        found |= hmac.compare_digest(digest, candidate)
+    return found
+
+
+def needs_admin(method: str, path: str) -> bool:
+    if path.startswith(ADMIN_PREFIXES) or path == "/admin":
+        return True
+    return method not in READ_METHODS and path.startswith(VOICE_ADMIN_PREFIXES)
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def authorize(request: Request) -> None:
+    """The app-wide dependency: 401 / 403 unless the request may use this route."""
+    path = request.url.path
+    if path in OPEN_PATHS:
+        return
+    ring: KeyRing = request.app.state.keyring
+    if ring.open:
+        return
+    token = _bearer(request)
+    digest = _digest(token) if token is not None else None
+    if digest is None or not ring.is_valid(digest):
+        raise APIError(
+            401,
+            "missing or incorrect API key: send `Authorization: Bearer <key>`",
+            code="invalid_api_key",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    if needs_admin(request.method, path) and ring.admin_keys and not ring.is_admin(digest):
+        raise APIError(403, f"{request.method} {path} needs an admin API key", code="admin_key_required")
