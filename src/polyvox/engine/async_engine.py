@@ -16,7 +16,7 @@ import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from polyvox.engine.llm_engine import EngineStats, LLMEngine, StepOutput
+from polyvox.engine.llm_engine import EngineStats, LLMEngine, StepFailed, StepOutput
 from polyvox.engine.sequence import PromptLike, SamplingParams
 
 log = logging.getLogger(__name__)
@@ -24,6 +24,15 @@ log = logging.getLogger(__name__)
 
 class EngineDeadError(RuntimeError):
     """The step loop failed; the request cannot complete."""
+
+
+class RequestFailedError(EngineDeadError):
+    """A step running this request failed; the engine itself goes on serving the others."""
+
+
+# A step failure fails only the requests in that step; this many failed steps in a row mean the
+# engine itself is broken (e.g. the device is gone), and the loop stops.
+MAX_CONSECUTIVE_FAILURES = 3
 
 
 @dataclass(slots=True)
@@ -96,12 +105,26 @@ class AsyncLLMEngine:
     # ------------------------------------------------------------------ engine thread
 
     def _loop(self) -> None:
+        failures = 0
         try:
             while not self._stopping.is_set():
                 if not self._drain(block=not self.engine.has_work()):
                     continue
-                if self.engine.has_work():
-                    self._publish(self.engine.step())
+                if not self.engine.has_work():
+                    continue
+                try:
+                    outputs = self.engine.step()
+                except StepFailed as exc:
+                    failures += 1
+                    if failures >= MAX_CONSECUTIVE_FAILURES:
+                        raise
+                    log.error(
+                        "engine step failed; failing its %d request(s): %r", len(exc.seq_ids), exc.__cause__
+                    )
+                    self._fail(exc.seq_ids, RequestFailedError(str(exc)))
+                    continue
+                failures = 0
+                self._publish(outputs)
         except BaseException as exc:  # the loop is dead: every waiting request learns why
             log.exception("engine step loop failed")
             self._error = exc
@@ -150,6 +173,13 @@ class AsyncLLMEngine:
                 for _, out in items:
                     if not out.finished:
                         self.engine.abort(out.seq_id)
+
+    def _fail(self, seq_ids: list[int], exc: BaseException) -> None:
+        for seq_id in seq_ids:
+            target = self._sinks.pop(seq_id, None)
+            if target is not None:
+                with contextlib.suppress(RuntimeError):
+                    target[1].call_soon_threadsafe(target[0].put_nowait, exc)
 
     def _fail_all(self, exc: BaseException) -> None:
         for seq_id, (sink, loop) in list(self._sinks.items()):

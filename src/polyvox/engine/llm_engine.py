@@ -33,6 +33,14 @@ class StepOutput:
     finish_reason: str | None = None
 
 
+class StepFailed(RuntimeError):
+    """The model failed during a step; the sequences it was running (`seq_ids`) were retired with it."""
+
+    def __init__(self, seq_ids: list[int], cause: BaseException):
+        super().__init__(f"engine step failed: {cause!r}")
+        self.seq_ids = seq_ids
+
+
 @dataclass(slots=True)
 class EngineStats:
     """A snapshot of the engine for metrics; counters are totals since start."""
@@ -87,7 +95,16 @@ class LLMEngine:
         chunks = self.scheduler.schedule()
         if not chunks:
             return []
-        results = self.runner.run(chunks)
+        try:
+            results = self.runner.run(chunks)
+        except Exception as exc:
+            # Only this step's sequences are suspect (their KV may be half written): retire them, so the
+            # engine can go on with the rest.
+            failed = list({id(c.seq): c.seq for c in chunks}.values())
+            for seq in failed:
+                self.scheduler.finish(seq, "error")
+                self.sequences.pop(seq.seq_id, None)
+            raise StepFailed([seq.seq_id for seq in failed], exc) from exc
         for c in chunks:
             c.seq.num_computed = c.end
             self.block_manager.commit(c.seq)
