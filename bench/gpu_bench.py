@@ -1,0 +1,175 @@
+"""One-call GPU benchmark: CUDA smoke test, polyvox's engine table, a step profile, and the official
+reference measured in the same run. Writes JSON under $OUT and prints a short summary last.
+
+Runs on the device machine with only torch/numpy/safetensors/tokenizers plus the wheels carried in
+`.whl` (pydantic for the model config; voxcpm and librosa for the reference):
+
+    python3 bench/gpu_bench.py            # OUT=/some/dir, BUDGET_S=seconds (default 480)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = Path(os.environ.get("OUT", "/tmp/polyvox-gpu"))
+BUDGET_S = float(os.environ.get("BUDGET_S", "480"))
+CONCURRENCY = os.environ.get("CONCURRENCY", "1,8,32,64,128,256,512")
+T0 = time.monotonic()
+
+
+def left() -> float:
+    return BUDGET_S - (time.monotonic() - T0)
+
+
+def run(name: str, cmd: list[str], timeout: float, env: dict | None = None) -> dict:
+    """Run one section as a subprocess (a crash or hang in one section leaves the others standing)."""
+    timeout = max(10.0, min(timeout, left()))
+    started = time.monotonic()
+    log = OUT / f"{name}.log"
+    print(f"== {name} (timeout {timeout:.0f}s): {' '.join(cmd)}", flush=True)
+    try:
+        with open(log, "w") as f:
+            proc = subprocess.run(
+                cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout, env={**os.environ, **(env or {})}
+            )
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        rc = "timeout"
+    took = round(time.monotonic() - started, 1)
+    tail = log.read_text(errors="replace").splitlines()[-12:]
+    print("\n".join(tail), flush=True)
+    return {"rc": rc, "seconds": took}
+
+
+def _timed(obj, attr: str, key: str, timings: dict[str, float], sync) -> None:
+    """Wrap `obj.attr` so each call adds its synchronised wall time to `timings[key]`."""
+    inner = getattr(obj, attr)
+
+    def wrapper(*args, **kwargs):
+        sync()
+        t = time.perf_counter()
+        out = inner(*args, **kwargs)
+        sync()
+        timings[key] = timings.get(key, 0.0) + time.perf_counter() - t
+        return out
+
+    setattr(obj, attr, wrapper)
+
+
+def _burst(engine, prompts, patches: int) -> tuple[int, float]:
+    from polyvox.engine.sequence import SamplingParams, SequenceStatus
+
+    seqs = [
+        engine.add_request(p, SamplingParams(seed=i, min_len=patches, max_len=patches))
+        for i, p in enumerate(prompts)
+    ]
+    steps, total = 0, 0.0
+    while any(s.status is not SequenceStatus.FINISHED for s in seqs):
+        t = time.perf_counter()
+        engine.step()
+        total += time.perf_counter() - t
+        steps += 1
+    return steps, total
+
+
+def profile_section() -> None:
+    """Where a step's time goes at a few batch sizes (full size, bf16): prefill, LM advance, LocDiT
+    solve, VAE decode, and the rest — each stage timed with the device synchronised around it."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import engine_bench
+
+    from polyvox.engine.config import EngineConfig
+    from polyvox.engine.llm_engine import LLMEngine
+
+    device = torch.device(os.environ.get("PROFILE_DEVICE", "cuda"))
+    size = os.environ.get("PROFILE_SIZE", "full")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    config, lm, vae = engine_bench.build_model(size, device, dtype)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    result = {}
+    for batch in [int(b) for b in os.environ.get("PROFILE_BATCHES", "1,64,256").split(",")]:
+        engine = LLMEngine(
+            lm, vae, config, EngineConfig(max_num_seqs=batch, max_graph_batch=batch), device, dtype
+        )
+        runner = engine.runner
+        timings: dict[str, float] = {}
+        _timed(runner, "_prefill", "prefill", timings, sync)
+        _timed(runner, "_advance", "lm_advance", timings, sync)
+        _timed(runner, "_decode_audio", "vae_decode", timings, sync)
+        _timed(
+            runner.graphs if runner.graphs is not None else runner.lm,
+            "decode_patch",
+            "dit_solve",
+            timings,
+            sync,
+        )
+        prompts = [engine_bench.make_prompt(config, i, 3) for i in range(batch)]
+        _burst(engine, prompts, 3)
+        timings.clear()
+        steps, total = _burst(engine, prompts, 20)
+        row = {key: round(1000 * value / steps, 2) for key, value in timings.items()}
+        row["step_total"] = round(1000 * total / steps, 2)
+        row["other"] = round(1000 * (total - sum(timings.values())) / steps, 2)
+        row["steps"] = steps
+        result[str(batch)] = row
+        print("profile batch", batch, json.dumps(row), flush=True)
+    (OUT / "profile.json").write_text(json.dumps(result, indent=1))
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    if len(sys.argv) > 1 and sys.argv[1] == "profile":
+        profile_section()
+        return
+    py = sys.executable
+    env = {"PYTHONPATH": f"{ROOT / 'src'}:{os.environ.get('PYTHONPATH', '')}", "PYTHONUNBUFFERED": "1"}
+    sections = {}
+    subprocess.run(["nvidia-smi", "-L"])
+    sections["smoke_tiny"] = run(
+        "smoke_tiny",
+        [py, "bench/engine_bench.py", "--size", "tiny", "--device", "cuda", "--concurrency", "1,8",
+         "--patches", "8", "--check", "--json", str(OUT / "smoke_tiny.json")],
+        120, env,
+    )  # fmt: skip
+    sections["engine_full"] = run(
+        "engine_full",
+        [py, "bench/engine_bench.py", "--size", "full", "--device", "cuda", "--concurrency", CONCURRENCY,
+         "--patches", "63", "--max-num-seqs", "512", "--json", str(OUT / "engine_full.json")],
+        left() - 200, env,
+    )  # fmt: skip
+    sections["profile"] = run("profile", [py, __file__, "profile"], min(90, left() - 150), env)
+    anchors = ROOT / ".anchors" / "voxcpm_reference.py"
+    if anchors.exists():
+        ref_env = {**env, "SIZE": "full", "OUT": str(OUT), "BUDGET_S": str(max(60, left() - 10))}
+        sections["official_reference"] = run("official_reference", [py, str(anchors)], left() - 5, ref_env)
+    summary = {"sections": sections, "total_s": round(time.monotonic() - T0, 1)}
+    for name in ("smoke_tiny", "engine_full", "profile", "voxcpm_reference_full"):
+        path = OUT / f"{name}.json"
+        if path.exists():
+            summary[name] = json.loads(path.read_text())
+    (OUT / "summary.json").write_text(json.dumps(summary, indent=1))
+    print("\n==== SUMMARY ====")
+    full = summary.get("engine_full", {})
+    for r in full.get("runs", []):
+        print(
+            f"polyvox c={r['concurrency']:>4}: {r['audio_s_per_s']:>8} audio-s/s  ttfa p50 {r['ttfa_p50_s']}s"
+            f" p95 {r['ttfa_p95_s']}s  rtf {r['rtf_mean']}  step {r['mean_step_ms']}ms"
+        )
+    ref = summary.get("voxcpm_reference_full", {})
+    for tag in ("eager", "compiled"):
+        if f"{tag}_rtf" in ref:
+            print(f"official {tag}: rtf {ref[f'{tag}_rtf']}  ttfa {ref.get(f'{tag}_stream_ttfa_s')}s")
+    print("smoke:", summary.get("smoke_tiny", {}).get("check_max_latent_diff"))
+    print("sections:", json.dumps(sections))
+
+
+if __name__ == "__main__":
+    main()
