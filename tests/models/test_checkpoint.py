@@ -145,5 +145,8 @@ def test_a_hugging_face_repo_id_resolves_from_the_cache_and_fails_clearly_when_o
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "loaded 48000" in out.stdout
-    assert "error checkpoint 'polyvox-test/absent' is not in the local Hugging Face cache" in out.stdout
+    assert (
+        "error checkpoint 'polyvox-test/absent' is not a local directory, nor in the local Hugging Face cache"
+        in out.stdout
+    )
     assert "HF_HUB_OFFLINE" in out.stdout

@@ -88,8 +88,8 @@ def resolve_checkpoint(path_or_repo: str | os.PathLike) -> Path:
         offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
         hint = "HF_HUB_OFFLINE is set" if offline else "the Hub could not be reached"
         raise CheckpointError(
-            f"checkpoint {text!r} is not in the local Hugging Face cache and {hint}; download it first "
-            f"(`hf download {text}`) or pass a local directory"
+            f"checkpoint {text!r} is not a local directory, nor in the local Hugging Face cache, and {hint}; "
+            f"download it first (`hf download {text}`) or pass a local directory"
         ) from exc
     except (HfHubHTTPError, OSError, ValueError) as exc:
         raise CheckpointError(
