@@ -69,8 +69,8 @@ def engine_fingerprint(engine: Engine) -> str:
     if callable(own):
         parts["own"] = own()
     lexicon = getattr(getattr(engine, "frontend", None), "lexicon", None)
-    if lexicon is not None and callable(getattr(lexicon, "digest", None)):
-        parts["lexicon"] = lexicon.digest()
+    if lexicon is not None:
+        parts["lexicon"] = lexicon.digest() if callable(lexicon.digest) else lexicon.digest
     return json.dumps(parts, sort_keys=True, default=str)
 
 

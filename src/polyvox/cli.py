@@ -155,11 +155,11 @@ async def synthesize_file(
     from polyvox.audio.formats import resolve
     from polyvox.audio.pipeline import OutputPipeline
     from polyvox.engines.base import SynthesisRequest
-    from polyvox.engines.factory import build_engine
+    from polyvox.engines.factory import build_speech_engine
     from polyvox.server.synthesis import complete_file, split_speed
 
     audio_format, out_rate = resolve(fmt, sample_rate)
-    engine = build_engine(settings)
+    engine = build_speech_engine(settings)
     await engine.start()
     try:
         engine_speed, pipeline_speed = split_speed(engine.info, speed)

@@ -144,6 +144,21 @@ class Settings(BaseSettings):
         None, ge=1, description="Explicit KV-cache size in blocks; unset sizes it from memory."
     )
 
+    # text front end and long text
+    lexicon_path: Path | None = Field(
+        None, description="Pronunciation lexicon (JSON); the admin API saves edits there. Unset: in memory."
+    )
+    normalize: bool = Field(
+        True, description="Spell out numbers, dates and symbols before synthesis (requests may override)."
+    )
+    max_piece_chars: int = Field(
+        200, ge=20, description="Longest piece of text generated at once; longer input is split at sentences."
+    )
+    piece_lookahead: int = Field(
+        1, ge=0, description="Pieces generated ahead of the one streaming (long text and WebSocket sessions)."
+    )
+    crossfade_ms: float = Field(10.0, ge=0, le=200, description="Fade at the seams between pieces, in ms.")
+
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
 
     @field_validator("api_keys", "admin_api_keys", mode="before")

@@ -18,7 +18,7 @@ from polyvox.server.deps import require_api_key
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import Lifecycle
 from polyvox.server.metrics import Metrics, MetricsMiddleware
-from polyvox.server.routes import catalog, health, speech
+from polyvox.server.routes import catalog, health, lexicon, speech, websocket
 from polyvox.server.synthesis import SpeechService
 from polyvox.settings import Settings
 
@@ -51,12 +51,16 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def create_app(settings: Settings | None = None, engine: Engine | None = None) -> FastAPI:
-    """A polyvox app serving `engine` (default: the one `settings` select); its lifespan starts it."""
+    """A polyvox app serving `engine`; its lifespan starts it.
+
+    The default engine is the one `settings` select behind the text front end (lexicon, normalisation,
+    long-text splitting); an engine passed in is served as given (wrap it with
+    `engines.factory.with_text_frontend` for the front end)."""
     settings = settings or Settings()
     if engine is None:
-        from polyvox.engines.factory import build_engine
+        from polyvox.engines.factory import build_speech_engine
 
-        engine = build_engine(settings)
+        engine = build_speech_engine(settings)
     metrics = Metrics()
     # Every route needs an API key when keys are configured, except auth.OPEN_PATHS.
     app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan, dependencies=[Depends(authorize)])
@@ -64,6 +68,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.lifecycle = Lifecycle()
     app.state.settings = settings
     app.state.engine = engine
+    app.state.lexicon = getattr(getattr(engine, "frontend", None), "lexicon", None)
     app.state.metrics = metrics
     app.state.service = SpeechService(engine, settings, metrics, app.state.lifecycle)
     app.state.engine_failure = None
@@ -72,6 +77,8 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     authenticated = [Depends(require_api_key)]
     app.include_router(speech.router, dependencies=authenticated)
     app.include_router(catalog.router, dependencies=authenticated)
+    app.include_router(websocket.router)
+    app.include_router(lexicon.router)
     app.include_router(health.router)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
     return app

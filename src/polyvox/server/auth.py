@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from fastapi import Request
+from starlette.requests import HTTPConnection
 
 from polyvox.server.errors import APIError
 from polyvox.settings import Settings
@@ -81,14 +81,14 @@ def needs_admin(method: str, path: str) -> bool:
     return method not in READ_METHODS and path.startswith(VOICE_ADMIN_PREFIXES)
 
 
-def _bearer(request: Request) -> str | None:
+def _bearer(request: HTTPConnection) -> str | None:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
 
 
-def authorize(request: Request) -> None:
-    """The app-wide dependency: 401 / 403 unless the request may use this route."""
+def authorize(request: HTTPConnection) -> None:
+    """The app-wide dependency: 401 / 403 unless the request (or WebSocket handshake) may use this route."""
     path = request.url.path
     if path in OPEN_PATHS:
         return
@@ -104,5 +104,6 @@ def authorize(request: Request) -> None:
             code="invalid_api_key",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    if needs_admin(request.method, path) and ring.admin_keys and not ring.is_admin(digest):
-        raise APIError(403, f"{request.method} {path} needs an admin API key", code="admin_key_required")
+    method = getattr(request, "method", "GET")  # a WebSocket handshake has none
+    if needs_admin(method, path) and ring.admin_keys and not ring.is_admin(digest):
+        raise APIError(403, f"{method} {path} needs an admin API key", code="admin_key_required")

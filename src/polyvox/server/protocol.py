@@ -33,6 +33,9 @@ class SpeechRequest(BaseModel):
     cfg_value: float | None = Field(None, ge=0.5, le=5.0)
     inference_timesteps: int | None = Field(None, ge=1, le=100)
     cache: bool = True
+    normalize: bool | None = Field(
+        None, description="Spell out numbers, dates and symbols before synthesis; default: the server's."
+    )
 
     @field_validator("voice", mode="before")
     @classmethod
@@ -42,7 +45,7 @@ class SpeechRequest(BaseModel):
             return value["id"]
         return value
 
-    @field_validator("instructions", "stream_format", "sample_rate", "seed", mode="before")
+    @field_validator("instructions", "stream_format", "sample_rate", "seed", "normalize", mode="before")
     @classmethod
     def _blank_is_absent(cls, value: Any) -> Any:
         """Empty form fields mean "not given"."""

@@ -34,8 +34,9 @@ from polyvox.settings import Settings
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-# Usage accounting for SSE `speech.audio.done`: input tokens are characters of input (engines do not
-# share a tokenizer); output tokens are 20 ms audio frames, i.e. 50 per second of audio.
+# Usage accounting for SSE `speech.audio.done`: input tokens are the characters spoken, as the text
+# front end prepared them (engines do not share a tokenizer); without a front end, characters of
+# input. Output tokens are 20 ms audio frames, i.e. 50 per second of audio.
 OUTPUT_TOKENS_PER_SECOND = 50
 # Cached audio is fed to the OutputPipeline in pieces of this length, so hits stream like misses.
 CACHED_CHUNK_S = 0.5
@@ -60,6 +61,7 @@ class SpeechJob:
     cache_key: str | None = None
     cached: CachedAudio | None = None
     admitted: bool = False
+    spoken_chars: int | None = None  # characters the text front end handed the engine, when it ran
 
     @property
     def route(self) -> str:
@@ -76,8 +78,9 @@ class SpeechJob:
         return self.fmt.content_type(self.out_rate)
 
     def usage(self) -> SpeechUsage:
-        input_tokens = len(self.request.text)
-        output_tokens = math.ceil(self.audio_seconds * OUTPUT_TOKENS_PER_SECOND)
+        input_tokens = len(self.request.text) if self.spoken_chars is None else self.spoken_chars
+        # Rounded first: seconds summed chunk by chunk carry float error (0.96 s must not count 49 frames).
+        output_tokens = math.ceil(round(self.audio_seconds * OUTPUT_TOKENS_PER_SECOND, 6))
         return SpeechUsage(
             input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=input_tokens + output_tokens
         )
@@ -165,6 +168,7 @@ class SpeechService:
             cfg_value=body.cfg_value,
             inference_timesteps=body.inference_timesteps,
             reference=reference,
+            normalize=body.normalize,
             request_id=uuid.uuid4().hex,
         )
         self.engine.validate(request)
@@ -265,6 +269,7 @@ class SpeechService:
                         first = False
                         self._observe_ttfa(job)
                     yield data
+            job.spoken_chars = getattr(chunks, "characters", None)
             if keep is not None:
                 await self._store(job, keep, in_rate)
             tail = await anyio.to_thread.run_sync(pipeline.finish, limiter=self.limiter)

@@ -1,0 +1,96 @@
+"""The pronunciation lexicon's admin API under `/admin/lexicon`: list, add or replace, delete, reload.
+
+Edits take effect on the next request and are saved to `settings.lexicon_path` (atomically) when one
+is set; without it they last until the server stops. `/admin/*` needs an admin key when admin keys
+are configured (see `server.auth`). A malformed entry or file answers 400.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import anyio
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+
+from polyvox.server.errors import APIError
+from polyvox.text.lexicon import Lexicon, LexiconEntry, LexiconError
+
+router = APIRouter(prefix="/admin/lexicon", tags=["admin"])
+
+
+class LexiconItem(BaseModel):
+    term: str = Field(min_length=1, description="Word or phrase to replace, matched as a whole word.")
+    say: str = Field(min_length=1, description="What to say instead.")
+    case_sensitive: bool = False
+
+
+class LexiconList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[LexiconItem]
+    path: str | None = Field(None, description="The file edits are saved to; null: kept in memory only.")
+
+
+class LexiconDeleted(BaseModel):
+    term: str
+    deleted: bool = True
+
+
+def _lexicon(request: Request) -> Lexicon:
+    lexicon: Lexicon | None = request.app.state.lexicon
+    if lexicon is None:
+        raise APIError(404, "this server's engine has no text front end, so no lexicon", code="not_found")
+    return lexicon
+
+
+def _listing(lexicon: Lexicon) -> LexiconList:
+    items = [_item(entry) for entry in lexicon.entries()]
+    return LexiconList(data=items, path=str(lexicon.path) if lexicon.path is not None else None)
+
+
+def _item(entry: LexiconEntry) -> LexiconItem:
+    return LexiconItem(term=entry.term, say=entry.say, case_sensitive=entry.case_sensitive)
+
+
+async def _save(lexicon: Lexicon) -> None:
+    if lexicon.path is not None:
+        await anyio.to_thread.run_sync(lexicon.save)
+
+
+@router.get("", response_model=LexiconList)
+async def list_entries(request: Request) -> LexiconList:
+    """Every entry, sorted by term."""
+    return _listing(_lexicon(request))
+
+
+@router.post("", response_model=LexiconItem, status_code=201)
+async def add_entry(item: LexiconItem, request: Request) -> LexiconItem:
+    """Add an entry, replacing any entry for the same term."""
+    lexicon = _lexicon(request)
+    try:
+        entry = lexicon.add(item.term, item.say, item.case_sensitive)
+    except LexiconError as exc:
+        raise APIError(400, str(exc), param="term", code="invalid_lexicon_entry") from exc
+    await _save(lexicon)
+    return _item(entry)
+
+
+@router.delete("/{term:path}", response_model=LexiconDeleted)
+async def delete_entry(term: str, request: Request) -> LexiconDeleted:
+    """Remove the entry for `term` (404 when there is none)."""
+    lexicon = _lexicon(request)
+    if not lexicon.remove(term):
+        raise APIError(404, f"the lexicon has no entry {term!r}", param="term", code="not_found")
+    await _save(lexicon)
+    return LexiconDeleted(term=term)
+
+
+@router.post("/reload", response_model=LexiconList)
+async def reload_entries(request: Request) -> LexiconList:
+    """Re-read the lexicon file (after editing it by hand); a malformed file keeps the current entries."""
+    lexicon = _lexicon(request)
+    try:
+        await anyio.to_thread.run_sync(lexicon.reload)
+    except LexiconError as exc:
+        raise APIError(400, str(exc), code="invalid_lexicon") from exc
+    return _listing(lexicon)

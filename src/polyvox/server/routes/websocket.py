@@ -1,0 +1,396 @@
+"""`/v1/audio/speech/ws`: speech for voice agents over a WebSocket (schema in docs/streaming.md).
+
+The client configures the session once, then sends text as it comes (an LLM's tokens, say). Each
+sentence becomes a segment as soon as its end arrives; `flush` makes one of whatever is buffered.
+Segments are spoken in order: while one streams, the next `settings.piece_lookahead` are already
+generating. Each segment goes through the same `SpeechService` path as `POST /v1/audio/speech`
+(text front end, admission, cache, encoding, speed) and its audio leaves as binary frames (or
+base64 JSON) between `segment.start` and `segment.done`. `cancel` stops the audio at once and drops
+everything queued; a disconnect does the same, so the engine frees the request's resources.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fastapi import APIRouter, WebSocket
+from pydantic import BaseModel, ValidationError
+from starlette.websockets import WebSocketDisconnect
+
+from polyvox.engines.errors import EngineError, EngineInputError
+from polyvox.server.admission import Overloaded
+from polyvox.server.errors import (
+    APIError,
+    DeadlineExceeded,
+    error_body,
+    from_engine_error,
+    from_validation_errors,
+)
+from polyvox.server.protocol import SpeechRequest, SpeechUsage
+from polyvox.server.synthesis import SpeechJob, SpeechService
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(tags=["speech"])
+
+_DONE = object()
+# Where a sentence ends in text that is still arriving: CJK ends at once; ASCII ends only once the
+# whitespace after them has arrived (so "3." of "3.5" or "..." in progress is not cut); line breaks.
+_CLOSERS = "\"'”’)]}）】」』》"
+_BOUNDARY = re.compile(
+    rf"[。！？；]+[{re.escape(_CLOSERS)}]*|[.!?;…]+[{re.escape(_CLOSERS)}]*(?=\s)|\n",
+)
+_ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e"})
+_SOFT_BREAK = re.compile(r"[,，、:：]\s*|\s+")
+
+
+class SessionConfig(BaseModel):
+    """The first message. Every field but `audio_encoding` means what it means on `/v1/audio/speech`."""
+
+    type: Literal["config"]
+    model: str = "tts-1"
+    voice: str | dict = "alloy"
+    instructions: str | None = None
+    response_format: Literal["mp3", "opus", "aac", "flac", "wav", "pcm"] = "pcm"
+    speed: float = 1.0
+    sample_rate: int | None = None
+    seed: int | None = None
+    cfg_value: float | None = None
+    inference_timesteps: int | None = None
+    normalize: bool | None = None
+    cache: bool = True
+    audio_encoding: Literal["binary", "base64"] = "binary"
+
+
+class SentenceBuffer:
+    """Text arriving in pieces, handed out a sentence at a time."""
+
+    def __init__(self, max_chars: int):
+        self.max_chars = max_chars
+        self.text = ""
+
+    def push(self, text: str) -> list[str]:
+        """Append `text`; return the sentences it completed (a run-on past `max_chars` is cut too)."""
+        self.text += text
+        out: list[str] = []
+        start = 0
+        for match in _BOUNDARY.finditer(self.text):
+            if match.group().startswith(".") and _abbreviation(self.text[start : match.start()]):
+                continue
+            out.append(self.text[start : match.end()])
+            start = match.end()
+        self.text = self.text[start:]
+        while len(self.text) > self.max_chars:
+            cut = _soft_cut(self.text, self.max_chars)
+            out.append(self.text[:cut])
+            self.text = self.text[cut:]
+        return [sentence.strip() for sentence in out if _speakable(sentence)]
+
+    def flush(self) -> str | None:
+        """Everything buffered, as one sentence (None when there is nothing to say)."""
+        text, self.text = self.text.strip(), ""
+        return text if _speakable(text) else None
+
+    def clear(self) -> None:
+        self.text = ""
+
+
+def _abbreviation(before: str) -> bool:
+    words = before.split()
+    return bool(words) and words[-1].lower() in _ABBREVIATIONS
+
+
+def _soft_cut(text: str, limit: int) -> int:
+    """Where to cut a run-on: after the last clause mark or space before `limit`, else at it."""
+    cuts = [m.end() for m in _SOFT_BREAK.finditer(text, 0, limit) if m.end() <= limit]
+    return cuts[-1] if cuts and cuts[-1] > limit // 2 else limit
+
+
+def _speakable(text: str) -> bool:
+    return any(char.isalnum() for char in text)
+
+
+@dataclass
+class Segment:
+    """One sentence of the session: its place, text, and the encoded audio its task produces."""
+
+    index: int
+    text: str
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    task: asyncio.Task | None = None
+    job: SpeechJob | None = None
+
+
+@dataclass(frozen=True)
+class _Failure:
+    error: BaseException
+
+
+class ProtocolError(Exception):
+    """A client message the session cannot use (answered with an error message; the session goes on)."""
+
+    def __init__(self, message: str, code: str = "invalid_message", param: str | None = None):
+        super().__init__(message)
+        self.error = APIError(400, message, code=code, param=param)
+
+    @classmethod
+    def of(cls, error: APIError) -> ProtocolError:
+        problem = cls(error.message)
+        problem.error = error
+        return problem
+
+
+class SpeechSession:
+    """One WebSocket session: reads client messages, runs segments, sends their audio in order."""
+
+    def __init__(self, websocket: WebSocket, service: SpeechService):
+        self.websocket = websocket
+        self.service = service
+        self.config: SessionConfig | None = None
+        self.template: SpeechRequest | None = None
+        self.buffer = SentenceBuffer(service.settings.max_piece_chars)
+        self.pending: deque[Segment] = deque()  # not started
+        self.active: deque[Segment] = deque()  # started; the first is the one streaming
+        self.ahead = 1 + service.settings.piece_lookahead
+        self.wakeup = asyncio.Event()
+        self.send_lock = asyncio.Lock()
+        self.sender: asyncio.Task | None = None
+        self.segments = 0
+        self.ending = False
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+    async def run(self) -> None:
+        await self.websocket.accept()
+        self.sender = asyncio.create_task(self._send_loop())
+        try:
+            while True:
+                message = await self.websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    return
+                try:
+                    await self._handle(message)
+                except ProtocolError as exc:
+                    await self._send_error(exc.error)
+                except (EngineInputError, EngineError) as exc:
+                    await self._send_error(from_engine_error(exc))
+                if self.sender.done():
+                    return
+        finally:
+            await self._stop_audio()
+
+    # ------------------------------------------------------------------ client messages
+
+    async def _handle(self, message: dict[str, Any]) -> None:
+        if message.get("text") is None:
+            raise ProtocolError("send JSON text messages; binary frames carry only server audio")
+        try:
+            data = json.loads(message["text"])
+        except json.JSONDecodeError as exc:
+            raise ProtocolError(f"message is not valid JSON: {exc}", code="invalid_json") from exc
+        kind = data.get("type") if isinstance(data, dict) else None
+        if kind == "config":
+            await self._configure(data)
+            return
+        if self.config is None:
+            raise ProtocolError('the first message must be {"type": "config", ...}', code="config_required")
+        if self.ending:
+            raise ProtocolError("the session has ended its input; open a new one", code="session_ended")
+        if kind == "text":
+            text = data.get("text")
+            if not isinstance(text, str):
+                raise ProtocolError("a text message needs a string `text`", param="text")
+            for sentence in self.buffer.push(text):
+                self._queue(sentence)
+        elif kind == "flush":
+            self._flush()
+        elif kind == "cancel":
+            await self._cancel()
+        elif kind == "end":
+            self._flush()
+            self.ending = True
+            self.wakeup.set()
+        else:
+            raise ProtocolError(f"unknown message type {kind!r}", param="type")
+
+    async def _configure(self, data: dict[str, Any]) -> None:
+        if self.config is not None:
+            raise ProtocolError("the session is already configured", code="already_configured")
+        try:
+            config = SessionConfig.model_validate(data)
+            fields = config.model_dump(exclude={"type", "audio_encoding"}, exclude_none=True)
+            template = SpeechRequest.model_validate({**fields, "input": "Hello."})
+            probe = self.service.prepare(template, stream=True)  # the voice, format and engine can serve it
+        except ValidationError as exc:
+            raise ProtocolError.of(from_validation_errors(exc.errors())) from exc
+        except APIError as exc:
+            raise ProtocolError.of(exc) from exc
+        self.config, self.template = config, template
+        await self._send_json(
+            {
+                "type": "ready",
+                "response_format": config.response_format,
+                "sample_rate": probe.out_rate,
+                "content_type": probe.content_type,
+                "audio_encoding": config.audio_encoding,
+            }
+        )
+
+    def _flush(self) -> None:
+        if (text := self.buffer.flush()) is not None:
+            self._queue(text)
+
+    def _queue(self, text: str) -> None:
+        self.pending.append(Segment(self.segments, text))
+        self.segments += 1
+        self._fill()
+        self.wakeup.set()
+
+    async def _cancel(self) -> None:
+        """Stop all audio now: nothing of what was queued is sent after the `cancelled` message."""
+        dropped = [segment.index for segment in (*self.active, *self.pending)]
+        self.buffer.clear()
+        await self._stop_audio()
+        await self._send_json({"type": "cancelled", "segments": dropped})
+        self.sender = asyncio.create_task(self._send_loop())
+
+    async def _stop_audio(self) -> None:
+        """Cancel the sender and every segment's generation, and wait until they have let go."""
+        if self.sender is not None:
+            async with self.send_lock:  # never interrupt a frame half-sent
+                self.sender.cancel()
+                (outcome,) = await asyncio.gather(self.sender, return_exceptions=True)
+            if isinstance(outcome, Exception) and not isinstance(outcome, WebSocketDisconnect | OSError):
+                log.error("speech session sender failed", exc_info=outcome)
+        tasks = [segment.task for segment in self.active if segment.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.active.clear()
+        self.pending.clear()
+
+    # ------------------------------------------------------------------ audio out
+
+    def _fill(self) -> None:
+        """Start the next segments' generation while fewer than `ahead` are running."""
+        while self.pending and len(self.active) < self.ahead:
+            segment = self.pending.popleft()
+            segment.task = asyncio.create_task(self._produce(segment))
+            self.active.append(segment)
+
+    async def _produce(self, segment: Segment) -> None:
+        """Run one segment through the SpeechService into its queue: bytes, then `_DONE` or a `_Failure`."""
+        service = self.service
+        job = None
+        try:
+            body = self.template.model_copy(update={"input": segment.text})
+            job = segment.job = service.prepare(body, stream=True)
+            await service.lookup(job)
+            if job.cached is None:
+                try:
+                    await service.admission.acquire()
+                except Overloaded as exc:
+                    raise APIError(429, str(exc), code="rate_limit_exceeded") from exc
+                job.admitted = True
+            async with contextlib.aclosing(service.audio(job)) as pieces:
+                async for piece in pieces:
+                    segment.queue.put_nowait(piece)
+        except Exception as exc:
+            segment.queue.put_nowait(_Failure(exc))
+            return
+        finally:
+            if job is not None:
+                service.release(job)
+        segment.queue.put_nowait(_DONE)
+
+    async def _send_loop(self) -> None:
+        while True:
+            self._fill()
+            if not self.active:
+                if self.ending:
+                    await self._finish()
+                    return
+                self.wakeup.clear()
+                await self.wakeup.wait()
+                continue
+            segment = self.active[0]
+            await self._send_json({"type": "segment.start", "segment": segment.index, "text": segment.text})
+            failed = False
+            while (item := await segment.queue.get()) is not _DONE:
+                if isinstance(item, _Failure):
+                    await self._send_error(_as_api_error(item.error), segment=segment.index)
+                    failed = True
+                    break
+                await self._send_audio(segment.index, item)
+            self.active.popleft()
+            if not failed:
+                await self._segment_done(segment)
+
+    async def _segment_done(self, segment: Segment) -> None:
+        usage = segment.job.usage()
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        await self._send_json(
+            {
+                "type": "segment.done",
+                "segment": segment.index,
+                "audio_seconds": round(segment.job.audio_seconds, 6),
+                "usage": usage.model_dump(),
+            }
+        )
+
+    async def _finish(self) -> None:
+        usage = SpeechUsage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            total_tokens=self.input_tokens + self.output_tokens,
+        )
+        await self._send_json({"type": "done", "segments": self.segments, "usage": usage.model_dump()})
+        async with self.send_lock:
+            await self.websocket.close(1000)
+
+    async def _send_audio(self, index: int, data: bytes) -> None:
+        if self.config.audio_encoding == "base64":
+            await self._send_json(
+                {"type": "audio", "segment": index, "audio": base64.b64encode(data).decode()}
+            )
+            return
+        async with self.send_lock:
+            await self.websocket.send_bytes(data)
+
+    async def _send_json(self, payload: dict[str, Any]) -> None:
+        async with self.send_lock:
+            await self.websocket.send_text(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+
+    async def _send_error(self, error: APIError, segment: int | None = None) -> None:
+        self.service.metrics.errors.labels(type=error.code or error.type).inc()
+        payload: dict[str, Any] = {"type": "error"}
+        if segment is not None:
+            payload["segment"] = segment
+        payload.update(error_body(error.message, error.type, error.param, error.code))
+        await self._send_json(payload)
+
+
+def _as_api_error(exc: BaseException) -> APIError:
+    if isinstance(exc, APIError):
+        return exc
+    if isinstance(exc, EngineError | EngineInputError | DeadlineExceeded):
+        return from_engine_error(exc)
+    log.error("speech segment failed", exc_info=exc)
+    return APIError(500, "internal server error", code="internal_error")
+
+
+@router.websocket("/v1/audio/speech/ws")
+async def speech_socket(websocket: WebSocket) -> None:
+    """Incremental text in, audio per sentence out (see docs/streaming.md). Auth as the HTTP routes."""
+    session = SpeechSession(websocket, websocket.app.state.service)
+    with contextlib.suppress(WebSocketDisconnect):
+        await session.run()

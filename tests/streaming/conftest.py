@@ -1,0 +1,133 @@
+"""A tiny random-weight VoxCPM2 (CPU) behind the text front end, served on loopback, for the streaming tests.
+
+`Forced` wraps the real VoxCPM2 engine to fix every generation's length (random weights would stop
+wherever their stop head says) and to record what the engine was asked to speak; it can also hold
+the generation of chosen pieces until a test lets them go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from helpers.server import running_server
+from polyvox.engine.config import EngineConfig
+from polyvox.engines.base import SynthesisRequest
+from polyvox.engines.factory import with_text_frontend
+from polyvox.engines.voxcpm2 import VoxCPM2Engine
+from polyvox.models.voxcpm2.bundle import VoxCPM2
+from polyvox.server.app import create_app
+from polyvox.settings import Settings
+
+PATCH_SAMPLES = 7680  # one 160 ms patch at 48 kHz
+PATCHES = 3  # per piece, unless the piece says LONG_WORD
+LONG_WORD = "marathon"
+LONG_PATCHES = 300
+
+
+class Forced:
+    """The VoxCPM2 engine with fixed generation lengths, a log of requests, and an optional hold."""
+
+    def __init__(self, inner: VoxCPM2Engine):
+        self.inner = inner
+        self.info = inner.info
+        self.requests: list[SynthesisRequest] = []
+        self.hold: Callable[[SynthesisRequest], bool] | None = None
+        self.release = threading.Event()
+
+    @property
+    def texts(self) -> list[str]:
+        return [request.text for request in self.requests]
+
+    @property
+    def ready(self) -> bool:
+        return self.inner.ready
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def stop(self) -> None:
+        await self.inner.stop()
+
+    def validate(self, request: SynthesisRequest) -> None:
+        self.inner.validate(request)
+
+    async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+        self.requests.append(request)
+        if self.hold is not None and self.hold(request):
+            for _ in range(6000):
+                if self.release.is_set():
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                raise AssertionError("a held piece was never released")
+        patches = LONG_PATCHES if LONG_WORD in request.text else PATCHES
+        forced = replace(request, min_patches=patches, max_patches=patches)
+        async with contextlib.aclosing(self.inner.generate(forced)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+
+    def reset(self) -> None:
+        self.requests.clear()
+        self.hold = None
+        self.release.clear()
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> VoxCPM2:
+    return VoxCPM2.random("tiny", device="cpu", dtype="float32")
+
+
+@pytest.fixture
+def tiny_server(tiny_model) -> Iterator[Callable[..., tuple[str, Forced]]]:
+    """`tiny_server(**settings)` serves the tiny VoxCPM2 behind the text front end; returns (url, engine)."""
+    with contextlib.ExitStack() as stack:
+
+        def start(**overrides) -> tuple[str, Forced]:
+            overrides.setdefault("request_timeout_s", 600)
+            settings = Settings(**overrides)
+            engine = Forced(VoxCPM2Engine(tiny_model, EngineConfig(num_kv_blocks=1024)))
+            app = create_app(settings, with_text_frontend(engine, settings))
+            return stack.enter_context(running_server(app)), engine
+
+        yield start
+
+
+@pytest.fixture(scope="module")
+def shared(tiny_model) -> Iterator[tuple[str, Forced]]:
+    """One server for a module's tests that need no special settings."""
+    settings = Settings(request_timeout_s=600)
+    engine = Forced(VoxCPM2Engine(tiny_model, EngineConfig(num_kv_blocks=1024)))
+    with running_server(create_app(settings, with_text_frontend(engine, settings))) as url:
+        yield url, engine
+
+
+@pytest.fixture
+def server(shared) -> tuple[str, Forced]:
+    url, engine = shared
+    engine.reset()
+    return url, engine
+
+
+async def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
+    for _ in range(int(timeout_s / 0.01)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never happened: {what}")
+
+
+def poll_until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.01)
