@@ -164,6 +164,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--no-audio", action="store_true", help="skip the VAE decode (LM side only)")
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--check", action="store_true", help="first check batched/graph outputs on this device")
+    ap.add_argument("--phases", action="store_true", help="time each phase of a step (adds syncs)")
+    ap.add_argument("--torch-profile", action="store_true", help="print the top ops of the last run")
     args = ap.parse_args(argv)
 
     device = torch.device(args.device)
@@ -211,7 +213,21 @@ def main(argv: list[str] | None = None) -> dict:
         t = time.perf_counter()
         run_burst(engine, prompts, 3, args.timesteps, device)  # warm-up (and CUDA-graph capture) at this size
         warm = time.perf_counter() - t
+        if args.phases:
+            engine.runner.timings = {}
+        profiler = torch.profiler.profile() if args.torch_profile and c == concurrencies[-1] else None
+        if profiler:
+            profiler.__enter__()
         result = run_burst(engine, prompts, args.patches, args.timesteps, device)
+        if profiler:
+            profiler.__exit__(None, None, None)
+            sort = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"
+            print(profiler.key_averages().table(sort_by=sort, row_limit=25, max_name_column_width=60))
+        if args.phases:
+            result["phase_ms_per_step"] = {
+                k: round(1000 * v / result["steps"], 2) for k, v in engine.runner.timings.items()
+            }
+            engine.runner.timings = None
         result["warmup_s"] = round(warm, 2)
         runs.append(result)
         print(json.dumps(result), flush=True)

@@ -8,6 +8,8 @@ them from memory, and keeps per-request state that lives on the device (hidden s
 from __future__ import annotations
 
 import logging
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +59,7 @@ class ModelRunner:
         self.num_kv_blocks = config.num_kv_blocks or self._blocks_from_memory()
         self.base_kv = PagedKVCache(self.base_layers, self.num_kv_blocks, device=self.device, **self.kv_shape)
         self.res_kv = PagedKVCache(self.res_layers, self.num_kv_blocks, device=self.device, **self.kv_shape)
+        self.timings: dict[str, float] | None = None  # set to {} to accumulate seconds per phase
         use_graphs = config.cuda_graphs and self.device.type == "cuda"
         self.graphs = DiTGraphs(lm, config.max_graph_batch) if use_graphs else None
 
@@ -83,6 +86,19 @@ class ModelRunner:
         rows = 2 * self.config.max_num_seqs * 11 + self.config.max_num_batched_tokens
         return (1 << 30) + rows * hidden * 64
 
+    @contextmanager
+    def _phase(self, name: str):
+        if self.timings is None:
+            yield
+            return
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        t0 = time.perf_counter()
+        yield
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+
     # ------------------------------------------------------------------ step
 
     @torch.inference_mode()
@@ -90,9 +106,11 @@ class ModelRunner:
         decodes = [c for c in chunks if c.is_decode]
         prefills = [c for c in chunks if not c.is_decode]
         if prefills:
-            self._prefill(prefills)
+            with self._phase("prefill"):
+                self._prefill(prefills)
         if decodes:
-            self._advance(decodes)
+            with self._phase("advance"):
+                self._advance(decodes)
         ready = [c.seq for c in chunks if c.completes]
         return self._generate(ready) if ready else []
 
@@ -148,21 +166,31 @@ class ModelRunner:
         noise = torch.cat([s.next_noise(self.feat_dim, self.patch_size) * s.params.temperature for s in seqs])
         noise = noise.to(self.device, self.dtype)
         cfg = torch.tensor([s.params.cfg_value for s in seqs], device=self.device, dtype=self.dtype)
-        patches = torch.empty(len(seqs), self.patch_size, self.feat_dim, device=self.device, dtype=self.dtype)
-        for steps in sorted({s.params.inference_timesteps for s in seqs}):
-            idx = [i for i, s in enumerate(seqs) if s.params.inference_timesteps == steps]
-            rows = torch.tensor(idx, device=self.device)
-            args = (lm_hidden[rows], res_hidden[rows], prev[rows], noise[rows], cfg[rows])
-            if self.graphs is not None:
-                patches[rows] = self.graphs.decode_patch(*args, steps)
-            else:
-                patches[rows] = self.lm.decode_patch(*args, steps)
+        with self._phase("dit"):
+            patches = self._solve(seqs, lm_hidden, res_hidden, prev, noise, cfg)
         stops = self.lm.stop_logits(lm_hidden).argmax(dim=-1).tolist()
         if self.config.decode_audio:
-            audio = self._decode_audio(seqs, patches).cpu().numpy()
+            with self._phase("vae"):
+                audio = self._decode_audio(seqs, patches).cpu().numpy()
         else:
             audio = np.zeros((len(seqs), 0), dtype=np.float32)
         return [PatchOutput(s, patches[i], audio[i], bool(stops[i])) for i, s in enumerate(seqs)]
+
+    def _solve(self, seqs, lm_hidden, res_hidden, prev, noise, cfg) -> torch.Tensor:
+        """The LocDiT CFM solve, one call per distinct `inference_timesteps` among the sequences."""
+        groups = sorted({s.params.inference_timesteps for s in seqs})
+        if len(groups) == 1:
+            return self._decode_patch(lm_hidden, res_hidden, prev, noise, cfg, groups[0])
+        patches = torch.empty(len(seqs), self.patch_size, self.feat_dim, device=self.device, dtype=self.dtype)
+        for steps in groups:
+            idx = [i for i, s in enumerate(seqs) if s.params.inference_timesteps == steps]
+            rows = torch.tensor(idx, device=self.device)
+            args = (lm_hidden[rows], res_hidden[rows], prev[rows], noise[rows], cfg[rows])
+            patches[rows] = self._decode_patch(*args, steps)
+        return patches
+
+    def _decode_patch(self, *args) -> torch.Tensor:
+        return self.graphs.decode_patch(*args) if self.graphs is not None else self.lm.decode_patch(*args)
 
     def _decode_audio(self, seqs: list[Sequence], patches: torch.Tensor) -> torch.Tensor:
         fresh = [s for s in seqs if s.vae_state is None]
