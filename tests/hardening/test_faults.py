@@ -243,3 +243,16 @@ def test_voxcpm2_step_failure_fails_its_requests_and_the_engine_keeps_serving() 
         assert all(r.status_code == 200 and len(r.content) > 44 for r in after)
         assert engine.stats().kv_blocks_used == 0
         assert value(scrape(url), "polyvox_requests_in_flight") == 0
+
+
+def test_control_characters_in_input_are_spoken_as_spaces(embedded_url) -> None:
+    from helpers.audio import decode
+
+    response = httpx.post(
+        f"{embedded_url}{SPEECH}", json={"input": "Hello\x00 world\x1b.", "response_format": "wav"}
+    )
+    assert response.status_code == 200
+    samples, rate = decode(response.content)
+    assert samples.size / rate > 0.3
+    only_controls = httpx.post(f"{embedded_url}{SPEECH}", json={"input": "\x00\x01\x7f"})
+    assert only_controls.status_code == 400 and only_controls.json()["error"]["code"] == "empty_input"

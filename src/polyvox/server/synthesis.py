@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import logging
 import math
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 # front end prepared them (engines do not share a tokenizer); without a front end, characters of
 # input. Output tokens are 20 ms audio frames, i.e. 50 per second of audio.
 OUTPUT_TOKENS_PER_SECOND = 50
+# Control characters (NUL, escape...) are spoken as spaces: no engine should ever see them.
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Cached audio is fed to the OutputPipeline in pieces of this length, so hits stream like misses.
 CACHED_CHUNK_S = 0.5
 
@@ -137,7 +140,7 @@ class SpeechService:
             raise APIError(
                 503, "the engine is still starting", code="engine_not_ready", headers={"Retry-After": "5"}
             )
-        text = body.input
+        text = _CONTROL_CHARS.sub(" ", body.input)
         if not text.strip():
             raise APIError(400, "input must contain text to speak", param="input", code="empty_input")
         if len(text) > self.settings.max_input_chars:
