@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 
@@ -17,6 +18,8 @@ from polyvox.settings import Settings
 # Tests start with the audio cache off (it is on by default and persists between runs); the cache's
 # own tests turn it on with a temporary directory.
 os.environ.setdefault("POLYVOX_CACHE_ENABLED", "false")
+# Voices (uploads, frozen builtin prompts) go to a fresh directory per test run, never the user's.
+os.environ.setdefault("POLYVOX_VOICES_DIR", tempfile.mkdtemp(prefix="polyvox-test-voices-"))
 
 
 @pytest.fixture

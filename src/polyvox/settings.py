@@ -106,7 +106,25 @@ class Settings(BaseSettings):
     )
     request_timeout_s: float = Field(300.0, gt=0, description="Deadline for one request, in seconds.")
     max_upload_bytes: int = Field(
-        10_485_760, ge=1024, description="Largest accepted clone reference upload, in bytes."
+        20_971_520, ge=1024, description="Largest accepted voice or clone reference upload, in bytes."
+    )
+
+    # voices
+    voices_dir: Path | None = Field(
+        None,
+        description="Voices state directory (voices.json, registered and uploaded clips, frozen builtin "
+        "prompts); unset: ~/.local/share/polyvox/voices.",
+    )
+    builtin_voices_file: Path | None = Field(
+        None, description="JSON file of builtin voice designs; unset: the one shipped with polyvox."
+    )
+    voice_min_seconds: float = Field(1.0, gt=0, description="Shortest accepted voice or reference clip.")
+    voice_max_seconds: float = Field(60.0, gt=0, description="Longest accepted voice or reference clip.")
+    voice_freeze_max_patches: int = Field(
+        75, ge=1, description="Longest builtin voice prompt generated on first use, in 160 ms patches."
+    )
+    voice_prompt_cache_size: int = Field(
+        64, ge=1, description="Encoded voice prompts (VAE latents) kept in memory, by audio content hash."
     )
 
     # VoxCPM2 generation defaults

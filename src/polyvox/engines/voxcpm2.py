@@ -46,6 +46,7 @@ class VoxCPM2Engine:
         cfg_value: float = 2.0,
         inference_timesteps: int = 10,
         max_patches: int = DEFAULT_MAX_PATCHES,
+        prompt_cache_size: int = REFERENCE_CACHE_SIZE,
     ):
         self.model = model
         self.config = config or EngineConfig()
@@ -65,6 +66,10 @@ class VoxCPM2Engine:
         self._engine: AsyncLLMEngine | None = None
         self._references: OrderedDict[tuple[str, str], torch.Tensor] = OrderedDict()
         self._references_lock = threading.Lock()
+        self._encoding: dict[tuple[str, str], threading.Lock] = {}
+        self.prompt_cache_size = prompt_cache_size
+        self.prompt_encodes = 0  # reference clips VAE-encoded (prompt cache misses)
+        self.prompt_cache_hits = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> VoxCPM2Engine:
@@ -89,6 +94,7 @@ class VoxCPM2Engine:
             model_id=model_id,
             cfg_value=settings.cfg_value,
             inference_timesteps=settings.inference_timesteps,
+            prompt_cache_size=settings.voice_prompt_cache_size,
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -200,20 +206,37 @@ class VoxCPM2Engine:
         )
 
     def _encode(self, ref: ReferenceAudio, padding: str) -> torch.Tensor:
+        """The clip's latent patches, from the prompt cache (by content hash) or encoded now; requests
+        that bring the same new clip at once wait for one encode."""
         key = (ref.content_hash, padding)
+        cached = self._cached_prompt(key)
+        if cached is not None:
+            return cached
         with self._references_lock:
-            if key in self._references:
-                self._references.move_to_end(key)
-                return self._references[key]
-        from polyvox.models.voxcpm2.audio_in import encode_wav
+            encoding = self._encoding.setdefault(key, threading.Lock())
+        with encoding:
+            cached = self._cached_prompt(key)
+            if cached is not None:
+                return cached
+            from polyvox.models.voxcpm2.audio_in import encode_wav
 
-        samples = _resample(ref.samples, ref.sample_rate, self.model.vae.sample_rate)
-        feats = encode_wav(self.model.vae, samples, self.model.config.patch_size, padding)
-        with self._references_lock:
-            self._references[key] = feats
-            while len(self._references) > REFERENCE_CACHE_SIZE:
-                self._references.popitem(last=False)
+            samples = _resample(ref.samples, ref.sample_rate, self.model.vae.sample_rate)
+            feats = encode_wav(self.model.vae, samples, self.model.config.patch_size, padding)
+            with self._references_lock:
+                self.prompt_encodes += 1
+                self._references[key] = feats
+                while len(self._references) > self.prompt_cache_size:
+                    self._references.popitem(last=False)
+                self._encoding.pop(key, None)
         return feats
+
+    def _cached_prompt(self, key: tuple[str, str]) -> torch.Tensor | None:
+        with self._references_lock:
+            feats = self._references.get(key)
+            if feats is not None:
+                self._references.move_to_end(key)
+                self.prompt_cache_hits += 1
+            return feats
 
 
 def _resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:

@@ -18,9 +18,11 @@ from polyvox.server.deps import require_api_key
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import Lifecycle
 from polyvox.server.metrics import Metrics, MetricsMiddleware
-from polyvox.server.routes import catalog, health, lexicon, speech, websocket
+from polyvox.server.routes import catalog, health, lexicon, speech, voices, websocket
 from polyvox.server.synthesis import SpeechService
 from polyvox.settings import Settings
+from polyvox.voices.metrics import VoiceCollector
+from polyvox.voices.registry import VoiceRegistry
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Start the engine in the background (so /health and /ready answer while it warms), stop it at exit."""
     engine: Engine = app.state.engine
     starting = asyncio.create_task(_start_engine(app, engine))
+    await voices.load_voices(app)
     try:
         yield
     finally:
@@ -71,12 +74,16 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.lexicon = getattr(getattr(engine, "frontend", None), "lexicon", None)
     app.state.metrics = metrics
     app.state.service = SpeechService(engine, settings, metrics, app.state.lifecycle)
+    app.state.voices = app.state.service.voice_registry = VoiceRegistry.from_settings(settings)
+    metrics.registry.register(VoiceCollector(app.state.voices, engine))
     app.state.engine_failure = None
     app.state.created = int(time.time())
     install_error_handlers(app)
+    voices.install_voice_errors(app)
     authenticated = [Depends(require_api_key)]
     app.include_router(speech.router, dependencies=authenticated)
     app.include_router(catalog.router, dependencies=authenticated)
+    app.include_router(voices.router, dependencies=authenticated)
     app.include_router(websocket.router)
     app.include_router(lexicon.router)
     app.include_router(health.router)

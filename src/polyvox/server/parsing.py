@@ -1,31 +1,30 @@
 """Reads a speech request body, JSON or multipart/form-data (as the seed system accepted), into a
-`SpeechRequest` plus an optional uploaded clone reference; enforces the body size limit and answers
-415 for any other content type."""
+`SpeechRequest` plus an optional one-off clone reference (a multipart upload, or `ref_audio` in base64
+or a data URL), checked like every voice clip; enforces the body size limit and answers 415 for any
+other content type."""
 
 from __future__ import annotations
 
-import hashlib
+import base64
+import binascii
 import json
 from typing import Any
 
 import anyio
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 
-from polyvox.audio.decode import decode_audio
-from polyvox.audio.errors import AudioDecodeError
 from polyvox.engines.base import ReferenceAudio
 from polyvox.server.errors import APIError
 from polyvox.server.protocol import SpeechRequest
+from polyvox.voices.clips import ClipLimits, load_clip
 
 JSON_TYPES = ("application/json", "text/json")
 FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
-UPLOAD_FIELDS = ("custom_voice_file", "speaker_wav")
-TRANSCRIPT_FIELDS = ("reference_text", "prompt_text")
-REFERENCE_RATE = 16_000
-MAX_REFERENCE_SECONDS = 60.0
+UPLOAD_FIELDS = ("custom_voice_file", "speaker_wav", "voice_file")
+TRANSCRIPT_FIELDS = ("ref_text", "reference_text", "prompt_text")
 
 
 def _too_large(limit: int) -> APIError:
@@ -43,13 +42,23 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
-async def _reference(upload: UploadFile, transcript: str | None) -> ReferenceAudio:
-    data = await upload.read()
+async def _reference(data: bytes, param: str, transcript: str | None, limits: ClipLimits) -> ReferenceAudio:
+    """The clip checked (decodes, length, not silent; a VoiceError otherwise) and decoded off the loop."""
+    return await anyio.to_thread.run_sync(load_clip, data, limits, param, transcript)
+
+
+def _base64_audio(value: str) -> bytes:
+    """`ref_audio`: plain base64 or a data URL (`data:audio/wav;base64,...`)."""
+    if value.startswith("data:"):
+        header, _, value = value.partition(",")
+        if not header.endswith(";base64"):
+            raise APIError(400, "ref_audio: a data URL must be base64-encoded", param="ref_audio")
     try:
-        samples = await anyio.to_thread.run_sync(decode_audio, data, REFERENCE_RATE, MAX_REFERENCE_SECONDS)
-    except AudioDecodeError as exc:
-        raise APIError(400, str(exc), param="custom_voice_file", code="invalid_audio") from exc
-    return ReferenceAudio(samples, REFERENCE_RATE, hashlib.sha256(data).hexdigest(), transcript or None)
+        return base64.b64decode(value.strip(), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise APIError(
+            400, f"ref_audio is not valid base64: {exc}", param="ref_audio", code="invalid_audio"
+        ) from exc
 
 
 def _replay(body: bytes):
@@ -66,15 +75,33 @@ def _replay(body: bytes):
     return receive
 
 
+async def read_form(request: Request, max_bytes: int, max_files: int = 1, max_fields: int = 32) -> FormData:
+    """A multipart/form-data (or urlencoded) body read under the `max_bytes` limit; 415 otherwise."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > max_bytes:
+        raise _too_large(max_bytes)
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type not in FORM_TYPES:
+        raise APIError(
+            415,
+            f"unsupported Content-Type {content_type!r}; send multipart/form-data",
+            code="unsupported_media_type",
+        )
+    raw = await _read_body(request, max_bytes)
+    return await Request(request.scope, _replay(raw)).form(max_files=max_files, max_fields=max_fields)
+
+
 async def read_speech_request(
     request: Request,
     max_bytes: int,
     defaults: dict[str, Any] | None = None,
     max_upload_bytes: int | None = None,
+    clip_limits: ClipLimits | None = None,
 ) -> tuple[SpeechRequest, ReferenceAudio | None]:
     """Parse and validate the body; validation errors become RequestValidationError (translated once).
 
     The body limit holds for chunked bodies too (no Content-Length): reading stops past `max_bytes`."""
+    limits = clip_limits or ClipLimits(max_bytes=max_upload_bytes or ClipLimits.max_bytes)
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > max_bytes:
         raise _too_large(max_bytes)
@@ -103,8 +130,9 @@ async def read_speech_request(
             )
         data.update({key: value for key, value in form.items() if not isinstance(value, UploadFile)})
         if upload is not None:
+            param = next(name for name in UPLOAD_FIELDS if form.get(name) is upload)
             transcript = next((str(data[name]) for name in TRANSCRIPT_FIELDS if data.get(name)), None)
-            reference = await _reference(upload, transcript)
+            reference = await _reference(await upload.read(), param, transcript, limits)
     else:
         raise APIError(
             415,
@@ -112,6 +140,13 @@ async def read_speech_request(
             code="unsupported_media_type",
         )
     try:
-        return SpeechRequest.model_validate(data), reference
+        body = SpeechRequest.model_validate(data)
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
+    if body.ref_audio is not None:
+        if reference is None:
+            clip = _base64_audio(body.ref_audio)
+            transcript = body.ref_text or next((str(data[n]) for n in TRANSCRIPT_FIELDS if data.get(n)), None)
+            reference = await _reference(clip, "ref_audio", transcript, limits)
+        body = body.model_copy(update={"ref_audio": None})
+    return body, reference

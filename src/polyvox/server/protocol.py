@@ -33,6 +33,10 @@ class SpeechRequest(BaseModel):
     cfg_value: float | None = Field(None, ge=0.5, le=5.0)
     inference_timesteps: int | None = Field(None, ge=1, le=100)
     cache: bool = True
+    ref_audio: str | None = Field(
+        None, description="One-off voice clone: a reference clip as base64 or a data URL (JSON bodies)."
+    )
+    ref_text: str | None = Field(None, description="The transcript of `ref_audio` (optional).")
     normalize: bool | None = Field(
         None, description="Spell out numbers, dates and symbols before synthesis; default: the server's."
     )
@@ -45,7 +49,16 @@ class SpeechRequest(BaseModel):
             return value["id"]
         return value
 
-    @field_validator("instructions", "stream_format", "sample_rate", "seed", "normalize", mode="before")
+    @field_validator(
+        "instructions",
+        "stream_format",
+        "sample_rate",
+        "seed",
+        "ref_audio",
+        "ref_text",
+        "normalize",
+        mode="before",
+    )
     @classmethod
     def _blank_is_absent(cls, value: Any) -> Any:
         """Empty form fields mean "not given"."""
@@ -104,3 +117,34 @@ class VoiceList(BaseModel):
     object: Literal["list"] = "list"
     data: list[VoiceCard]
     default: str = "alloy"
+
+
+class VoiceDetail(BaseModel):
+    """One voice, as `GET/POST /v1/audio/voices[/{id}]` show it."""
+
+    id: str
+    object: Literal["voice"] = "voice"
+    name: str
+    source: str
+    description: str | None = None
+    transcript: str | None = None
+    duration_s: float | None = None
+    voice_prompt_hash: str | None = None
+    cfg_value: float | None = None
+    inference_timesteps: int | None = None
+    consent: bool | None = None
+    created: float | None = None
+
+
+class VoiceDeleted(BaseModel):
+    id: str
+    object: Literal["voice"] = "voice"
+    deleted: bool = True
+
+
+class VoicesReloaded(BaseModel):
+    """`POST /admin/reload-voices`: the registered voices now served and what was skipped, and why."""
+
+    object: Literal["voices.reload"] = "voices.reload"
+    voices: list[str]
+    problems: list[str]

@@ -31,6 +31,8 @@ from polyvox.server.lifecycle import Lifecycle
 from polyvox.server.metrics import Metrics
 from polyvox.server.protocol import SpeechRequest, SpeechUsage
 from polyvox.settings import Settings
+from polyvox.voices.errors import VoiceNotFound
+from polyvox.voices.registry import ResolvedVoice, VoiceRegistry
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -110,6 +112,8 @@ class SpeechService:
         # Set by the voice registry: a content hash of a named voice's prompt, so the cache never
         # serves audio of a voice that has since changed.
         self.voice_fingerprint: Callable[[str], str | None] | None = None
+        # Builtin, registered and uploaded voices (set by create_app); None: the engine's own names only.
+        self.voice_registry: VoiceRegistry | None = None
         self.admission = Admission(
             settings.max_concurrent_requests, settings.max_queue, on_change=metrics.admission_changed
         )
@@ -117,8 +121,23 @@ class SpeechService:
         self.limiter = anyio.CapacityLimiter(max(4, settings.max_concurrent_requests))
 
     def voices(self) -> list[str]:
-        """OpenAI's voice names followed by any the engine adds."""
+        """OpenAI's voice names, any the engine adds, then registered and uploaded voices."""
+        if self.voice_registry is not None:
+            return self.voice_registry.names(self.engine)
         return list(dict.fromkeys((*OPENAI_VOICES, *self.engine.info.voices)))
+
+    async def resolve_voice(self, name: str, reference: ReferenceAudio | None = None) -> ResolvedVoice | None:
+        """The voice `name` ready to speak, for `prepare(voice=...)`: a builtin voice of an engine that
+        clones is frozen into its reference prompt on first use (hence async). None when a one-off
+        `reference` replaces the voice, without a registry, or while the engine cannot serve."""
+        if reference is not None or self.voice_registry is None:
+            return None
+        if self.lifecycle.draining or not self.engine.ready:
+            return None  # prepare() answers 503
+        try:
+            return await self.voice_registry.resolve(name, self.engine)
+        except VoiceNotFound as exc:
+            raise APIError(400, exc.message, param="voice", code="voice_not_found") from exc
 
     def prepare(
         self,
@@ -127,11 +146,14 @@ class SpeechService:
         stream: bool,
         reference: ReferenceAudio | None = None,
         no_cache: bool = False,
+        voice: ResolvedVoice | None = None,
     ) -> SpeechJob:
         """Check the request against settings and engine; APIError / EngineInputError if it cannot run.
 
         `reference` is an uploaded one-off clone (never cached); `no_cache` is the client's
-        `Cache-Control: no-cache | no-store`."""
+        `Cache-Control: no-cache | no-store`; `voice` is `await resolve_voice(body.voice)` (when not
+        given, the voice is resolved here without freezing: a builtin voice not yet frozen speaks with
+        the engine's own voice of that name)."""
         if self.lifecycle.draining:
             raise APIError(
                 503, "the server is shutting down", code="shutting_down", headers={"Retry-After": "5"}
@@ -150,7 +172,9 @@ class SpeechService:
                 param="input",
                 code="input_too_long",
             )
-        if body.voice not in self.voices():
+        if voice is None and reference is None and self.voice_registry is not None:
+            voice = self.voice_registry.resolve_ready(body.voice, self.engine)
+        if voice is None and reference is None and body.voice not in self.voices():
             raise APIError(
                 400,
                 f"unknown voice {body.voice!r}; GET /v1/audio/voices lists the voices",
@@ -168,9 +192,11 @@ class SpeechService:
             instructions=body.instructions,
             speed=engine_speed,
             seed=body.seed,
-            cfg_value=body.cfg_value,
-            inference_timesteps=body.inference_timesteps,
-            reference=reference,
+            cfg_value=body.cfg_value if body.cfg_value is not None or voice is None else voice.cfg_value,
+            inference_timesteps=body.inference_timesteps
+            if body.inference_timesteps is not None or voice is None
+            else voice.inference_timesteps,
+            reference=reference if reference is not None or voice is None else voice.reference,
             normalize=body.normalize,
             request_id=uuid.uuid4().hex,
         )
@@ -184,7 +210,10 @@ class SpeechService:
             job.cache_status = "BYPASS"
         else:
             job.cache_status = "MISS"
-            voice_print = self.voice_fingerprint(body.voice) if self.voice_fingerprint else None
+            if voice is not None:
+                voice_print = voice.voice_prompt_hash
+            else:
+                voice_print = self.voice_fingerprint(body.voice) if self.voice_fingerprint else None
             job.cache_key = cache_key(engine_fingerprint(self.engine), request, voice_print)
         return job
 

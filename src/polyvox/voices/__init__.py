@@ -1,1 +1,29 @@
-"""Voice prompts: builtin, registered, uploaded and ad-hoc voices."""
+"""Voice prompts: builtin voices (designed, then frozen into a reference clip on first use), voices
+registered in a voices directory or uploaded through the API, and the checks every clip passes."""
+
+from polyvox.voices.clips import ClipLimits, load_clip
+from polyvox.voices.errors import (
+    InvalidVoiceAudio,
+    InvalidVoiceName,
+    VoiceConflict,
+    VoiceError,
+    VoiceNotFound,
+    VoiceStorageUnavailable,
+    VoiceUnsupported,
+)
+from polyvox.voices.registry import ResolvedVoice, VoiceInfo, VoiceRegistry
+
+__all__ = [
+    "ClipLimits",
+    "InvalidVoiceAudio",
+    "InvalidVoiceName",
+    "ResolvedVoice",
+    "VoiceConflict",
+    "VoiceError",
+    "VoiceInfo",
+    "VoiceNotFound",
+    "VoiceRegistry",
+    "VoiceStorageUnavailable",
+    "VoiceUnsupported",
+    "load_clip",
+]

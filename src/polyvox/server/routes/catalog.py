@@ -1,5 +1,4 @@
-"""What the server offers: `GET /v1/models` (OpenAI's list), `GET /v1/audio/voices` (Open WebUI's
-shape) and `GET /v1/voices` (the seed system's shape)."""
+"""What the server offers: `GET /v1/models` (OpenAI's list). The voice lists are in `routes/voices.py`."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ from fastapi import APIRouter, Depends, Request
 
 from polyvox.server.deps import get_service
 from polyvox.server.errors import APIError
-from polyvox.server.protocol import ModelCard, ModelList, VoiceCard, VoiceList, WebUIVoice, WebUIVoiceList
+from polyvox.server.protocol import ModelCard, ModelList
 from polyvox.server.synthesis import SpeechService
 
 router = APIRouter(tags=["catalog"])
@@ -35,13 +34,3 @@ async def get_model(
         if card.id == model_id:
             return card
     raise APIError(404, f"model {model_id!r} not found", param="model", code="model_not_found")
-
-
-@router.get("/v1/audio/voices", response_model=WebUIVoiceList)
-async def list_voices_webui(service: SpeechService = Depends(get_service)) -> WebUIVoiceList:
-    return WebUIVoiceList(voices=[WebUIVoice(id=v, name=v.capitalize()) for v in service.voices()])
-
-
-@router.get("/v1/voices", response_model=VoiceList)
-async def list_voices(service: SpeechService = Depends(get_service)) -> VoiceList:
-    return VoiceList(data=[VoiceCard(id=v, name=v.capitalize()) for v in service.voices()], default="alloy")

@@ -11,6 +11,7 @@ from polyvox.server.parsing import read_speech_request
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.streaming import SpeechStreamResponse, audio_stream, sse_stream
 from polyvox.server.synthesis import ClientGone, SpeechService, until_disconnect
+from polyvox.voices.clips import ClipLimits
 
 router = APIRouter(tags=["speech"])
 
@@ -47,10 +48,19 @@ async def _speak(
 ) -> Response:
     settings = service.settings
     body, reference = await read_speech_request(
-        request, settings.max_request_bytes, defaults, max_upload_bytes=settings.max_upload_bytes
+        request,
+        settings.max_request_bytes,
+        defaults,
+        max_upload_bytes=settings.max_upload_bytes,
+        clip_limits=ClipLimits.from_settings(settings),
     )
+    voice = await service.resolve_voice(body.voice, reference)
     job = service.prepare(
-        body, stream=body.stream_format is not None, reference=reference, no_cache=_no_cache(request)
+        body,
+        stream=body.stream_format is not None,
+        reference=reference,
+        no_cache=_no_cache(request),
+        voice=voice,
     )
     await service.lookup(job)
     headers = {"X-Request-Id": job.request.request_id, **job.cache_headers()}

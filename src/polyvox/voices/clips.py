@@ -1,0 +1,72 @@
+"""The checks every voice clip passes (registered, uploaded or sent with one request), and its
+decoding into a `ReferenceAudio` keyed by the sha256 of its bytes."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from polyvox.audio.decode import audio_duration, decode_audio
+from polyvox.audio.errors import AudioDecodeError
+from polyvox.engines.base import ReferenceAudio
+from polyvox.settings import Settings
+from polyvox.voices.errors import InvalidVoiceAudio, VoiceTooLarge
+
+CLIP_RATE = 16_000  # the VoxCPM2 AudioVAE's input rate: clips are decoded straight to it
+SILENCE_RMS = 1e-3  # -60 dBFS
+
+
+@dataclass(frozen=True)
+class ClipLimits:
+    min_seconds: float = 1.0
+    max_seconds: float = 60.0
+    max_bytes: int = 20_971_520
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ClipLimits:
+        return cls(settings.voice_min_seconds, settings.voice_max_seconds, settings.max_upload_bytes)
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def load_clip(
+    data: bytes, limits: ClipLimits, param: str = "audio", transcript: str | None = None
+) -> ReferenceAudio:
+    """Decode and check a clip: at most `max_bytes`, decodable, `min_seconds`..`max_seconds` long,
+    not silent. Raises InvalidVoiceAudio (VoiceTooLarge for size) naming `param`. Blocking: call it
+    off the event loop."""
+    if len(data) > limits.max_bytes:
+        raise VoiceTooLarge(f"{param}: the audio file exceeds {limits.max_bytes} bytes", param)
+    try:
+        samples = decode_audio(data, CLIP_RATE, limits.max_seconds)
+    except AudioDecodeError as exc:
+        raise _decode_failure(data, limits, param, exc) from exc
+    seconds = samples.size / CLIP_RATE
+    if seconds < limits.min_seconds:
+        raise InvalidVoiceAudio(
+            f"{param}: the audio is {seconds:.2f} s long; at least {limits.min_seconds:g} s is needed",
+            param,
+            "audio_too_short",
+        )
+    if float(np.sqrt(np.mean(np.square(samples, dtype=np.float64)))) < SILENCE_RMS:
+        raise InvalidVoiceAudio(f"{param}: the audio is silent", param, "audio_silent")
+    return ReferenceAudio(samples, CLIP_RATE, content_hash(data), transcript or None)
+
+
+def _decode_failure(data: bytes, limits: ClipLimits, param: str, exc: AudioDecodeError) -> InvalidVoiceAudio:
+    """Too long, or not audio at all: decode_audio says both with one exception type."""
+    try:
+        seconds = audio_duration(data)
+    except AudioDecodeError:
+        seconds = None
+    if seconds is not None and seconds > limits.max_seconds:
+        return InvalidVoiceAudio(
+            f"{param}: the audio is {seconds:.1f} s long; at most {limits.max_seconds:g} s is accepted",
+            param,
+            "audio_too_long",
+        )
+    return InvalidVoiceAudio(f"{param}: {exc}", param, "invalid_audio")

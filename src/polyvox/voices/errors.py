@@ -1,0 +1,53 @@
+"""Exceptions of the voices layer; each names the request parameter at fault, and the server maps
+each class to one HTTP status."""
+
+from __future__ import annotations
+
+
+class VoiceError(ValueError):
+    """Base class: `param` names the field at fault, `code` is the machine-readable reason."""
+
+    code = "invalid_voice"
+
+    def __init__(self, message: str, param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+
+
+class VoiceNotFound(VoiceError):
+    code = "voice_not_found"
+
+
+class InvalidVoiceName(VoiceError):
+    code = "invalid_voice_name"
+
+
+class VoiceConflict(VoiceError):
+    """The name belongs to a builtin voice, which cannot be replaced or deleted."""
+
+    code = "voice_name_reserved"
+
+
+class InvalidVoiceAudio(VoiceError):
+    """A clip that does not decode, is too short, too long or silent."""
+
+    code = "invalid_audio"
+
+
+class VoiceTooLarge(InvalidVoiceAudio):
+    code = "upload_too_large"
+
+
+class VoiceUnsupported(VoiceError):
+    """The voice exists but the serving engine cannot speak with it (e.g. a cloned voice, no cloning)."""
+
+    code = "cloning_unsupported"
+
+
+class VoiceStorageUnavailable(VoiceError):
+    """The voices directory cannot be written."""
+
+    code = "voice_storage_unavailable"

@@ -1,0 +1,40 @@
+"""Prometheus view of the voices layer, read at scrape time: voices by source, builtin voices frozen,
+and the engine's voice prompt encodes and prompt-cache hits (a clip is encoded once, then reused)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from polyvox.engines.base import Engine
+from polyvox.voices.registry import VoiceRegistry, innermost
+
+
+class VoiceCollector(Collector):
+    def __init__(self, registry: VoiceRegistry, engine: Engine):
+        self.registry = registry
+        self.engine = engine
+
+    def collect(self) -> Iterator[Metric]:
+        voices = GaugeMetricFamily("polyvox_voices", "Voices available, by source.", labels=["source"])
+        for source, count in sorted(Counter(info.source for info in self.registry.infos()).items()):
+            voices.add_metric([source], count)
+        yield voices
+        yield CounterMetricFamily(
+            "polyvox_voice_builtin_freezes",
+            "Builtin voices generated and frozen into a reference prompt.",
+            value=self.registry.freezes,
+        )
+        yield CounterMetricFamily(
+            "polyvox_voice_prompt_encodes",
+            "Voice prompt clips encoded by the engine (VAE), a miss of its prompt cache.",
+            value=getattr(innermost(self.engine), "prompt_encodes", 0),
+        )
+        yield CounterMetricFamily(
+            "polyvox_voice_prompt_cache_hits",
+            "Voice prompts taken from the engine's prompt cache instead of being encoded again.",
+            value=getattr(innermost(self.engine), "prompt_cache_hits", 0),
+        )
