@@ -102,7 +102,9 @@ def test_streams_with_a_one_off_clone_on_the_seed_systems_stream_route(server):
     url, engine = server
     files = {"speaker_wav": ("me.wav", _tone_wav(), "audio/wav")}
     data = {"input": "Cloned and streamed at once.", "seed": "5"}
-    with httpx.stream("POST", f"{url}/v1/audio/speech/stream", data=data, files=files, timeout=120) as response:
+    with httpx.stream(
+        "POST", f"{url}/v1/audio/speech/stream", data=data, files=files, timeout=120
+    ) as response:
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"] == "audio/wav"
         assert response.headers["x-route"] == "ADHOC"
@@ -194,7 +196,11 @@ def test_a_client_leaving_mid_stream_cancels_its_generation_and_frees_its_kv_blo
     url, engine = server
     stats = engine.inner.stats
     before = stats().patches
-    payload = {"input": f"This is a {LONG_WORD} sentence.", "response_format": "pcm", "stream_format": stream_format}
+    payload = {
+        "input": f"This is a {LONG_WORD} sentence.",
+        "response_format": "pcm",
+        "stream_format": stream_format,
+    }
     with httpx.stream("POST", f"{url}/v1/audio/speech", json=payload, timeout=120) as response:
         assert response.status_code == 200
         next(response.iter_raw())

@@ -292,7 +292,8 @@ class SpeechSession:
         job = None
         try:
             body = self.template.model_copy(update={"input": segment.text})
-            job = segment.job = service.prepare(body, stream=True)
+            voice = await service.resolve_voice(body.voice)
+            job = segment.job = service.prepare(body, stream=True, voice=voice)
             await service.lookup(job)
             if job.cached is None:
                 try:

@@ -1,0 +1,56 @@
+"""`polyvox bench --stream` against the tiny VoxCPM2 server, and the text front end on `polyvox say`."""
+
+from __future__ import annotations
+
+import json
+
+from polyvox.cli import main
+from polyvox.engines.factory import build_speech_engine
+from polyvox.engines.piecewise import PiecewiseEngine
+from polyvox.settings import Settings
+
+from .conftest import PATCHES
+
+
+def test_bench_stream_reports_time_to_first_audio_and_viability(server, capsys):
+    url, engine = server
+    code = main(
+        [
+            "bench",
+            "--url",
+            url,
+            "--stream",
+            "--concurrency",
+            "2",
+            "--requests",
+            "4",
+            "--json",
+            "--input",
+            "A short line to stream.",
+        ]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["errors"] == 0 and report["stream"] is True
+    assert 0 < report["ttfa_p50_s"] <= report["latency_p50_s"]
+    assert 0.0 <= report["streaming_viability"] <= 1.0
+    assert report["audio_s_mean"] == PATCHES * 0.16  # pcm: every byte of every stream was counted
+    assert len(engine.requests) == 4
+
+
+def test_the_speech_engine_wraps_the_selected_engine_in_the_text_front_end(tmp_path):
+    path = tmp_path / "lexicon.json"
+    path.write_text(json.dumps({"PyPI": "pie pea eye"}), encoding="utf-8")
+    settings = Settings(lexicon_path=path, normalize=False, max_piece_chars=40, piece_lookahead=2)
+    engine = build_speech_engine(settings)
+    assert isinstance(engine, PiecewiseEngine) and engine.lookahead == 2
+    assert engine.frontend.prepare("Get it from PyPI in 2 minutes.") == [
+        "Get it from pie pea eye in 2 minutes."
+    ]
+
+
+def test_say_goes_through_the_text_front_end(tmp_path, capsys):
+    """Only the front end refuses text with nothing to say in it; VoxCPM2 alone would babble on."""
+    output = tmp_path / "out.wav"
+    code = main(["say", "?!… ...", "-o", str(output), "--random-weights", "tiny", "--device", "cpu"])
+    assert code == 2 and not output.exists()
+    assert "no words or numbers to speak" in capsys.readouterr().err
