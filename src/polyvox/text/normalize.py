@@ -171,7 +171,7 @@ def _wetext(sentence: str, lang: Lang) -> str:
         with _call_locks[lang]:
             spoken = normalizer.normalize(sentence)
     except Exception:  # the grammars reject some inputs; reading them unnormalised beats failing
-        log.debug("wetext could not normalise %r", sentence, exc_info=True)
+        log.debug("wetext could not normalise a sentence of %d characters", len(sentence), exc_info=True)
         return sentence
     return _ESCAPED.sub(r"\1", spoken)
 
