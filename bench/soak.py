@@ -1,0 +1,208 @@
+"""Soak test: many concurrent clients against `polyvox serve` on loopback for a fixed time.
+
+Starts its own server (the embedded voice unless `--serve-args` choose otherwise; the audio cache on,
+in a temporary directory) or uses `--url`. Every client loops: a random sentence (a quarter of them
+repeats, so cache hits are exercised too), a random format, streamed or not; every answer is decoded
+with PyAV. It counts lost requests (transport errors, 5xx, anything but 200 and 429), corrupted ones
+(200 but not decodable, or too short) and refusals (429), and samples the server's RSS once a second.
+Prints one JSON object.
+
+    python bench/soak.py --clients 64 --duration 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import random
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import av
+import httpx
+
+SENTENCES = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Please call Stella and ask her to bring these things with her from the store.",
+    "A rainbow is a division of white light into many beautiful colors.",
+    "Six spoons of fresh snow peas, five thick slabs of blue cheese, and maybe a snack.",
+    "We also need a small plastic snake and a big toy frog for the kids.",
+    "She can scoop these things into three red bags, and we will go meet her at the train station.",
+)
+FORMATS = ("mp3", "wav", "opus", "flac", "aac", "pcm")
+
+
+def rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def decoded_seconds(body: bytes, fmt: str) -> float:
+    """Seconds of audio in the body; raises if it cannot be decoded."""
+    if fmt == "pcm":
+        if len(body) % 2:
+            raise ValueError("odd pcm length")
+        return len(body) / 2 / 24000
+    with av.open(io.BytesIO(body)) as container:
+        stream = container.streams.audio[0]
+        samples = sum(frame.samples for frame in container.decode(stream))
+        return samples / stream.codec_context.sample_rate
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.ok = self.lost = self.corrupted = self.refused = self.hits = 0
+        self.audio_s = 0.0
+        self.latencies: list[float] = []
+        self.failures: list[str] = []
+
+    def fail(self, kind: str, detail: str) -> None:
+        setattr(self, kind, getattr(self, kind) + 1)
+        if len(self.failures) < 20:
+            self.failures.append(f"{kind}: {detail}")
+
+
+async def client(url: str, stop_at: float, tally: Tally, rng: random.Random) -> None:
+    async with httpx.AsyncClient(timeout=300) as http:
+        while time.monotonic() < stop_at:
+            text = rng.choice(SENTENCES)
+            if rng.random() > 0.25:
+                text = f"{text} Take {rng.randrange(1000)}."
+            fmt = rng.choice(FORMATS)
+            body = {"model": "tts-1", "voice": "alloy", "input": text, "response_format": fmt}
+            if rng.random() < 0.5:
+                body["stream_format"] = "audio"
+            started = time.monotonic()
+            try:
+                response = await http.post(f"{url}/v1/audio/speech", json=body)
+            except httpx.HTTPError as exc:
+                tally.fail("lost", f"{type(exc).__name__}: {exc}")
+                continue
+            if response.status_code == 429:
+                tally.refused += 1
+                await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
+                continue
+            if response.status_code != 200:
+                tally.fail("lost", f"HTTP {response.status_code}: {response.text[:200]}")
+                continue
+            try:
+                seconds = await asyncio.to_thread(decoded_seconds, response.content, fmt)
+            except Exception as exc:  # noqa: BLE001 - any decode failure is a corrupted answer
+                tally.fail("corrupted", f"{fmt}: {exc}")
+                continue
+            if seconds < 0.5:
+                tally.fail("corrupted", f"{fmt}: only {seconds:.2f} s of audio")
+                continue
+            tally.ok += 1
+            tally.hits += response.headers.get("X-Cache") == "HIT"
+            tally.audio_s += seconds
+            tally.latencies.append(time.monotonic() - started)
+
+
+async def sample_rss(pid: int | None, stop_at: float, samples: list[float]) -> None:
+    while pid is not None and time.monotonic() < stop_at:
+        value = rss_mb(pid)
+        if value is not None:
+            samples.append(value)
+        await asyncio.sleep(1.0)
+
+
+async def soak(url: str, pid: int | None, clients: int, duration_s: float, seed: int) -> dict:
+    tally = Tally()
+    rss: list[float] = []
+    start_rss = rss_mb(pid) if pid else None
+    started = time.monotonic()
+    stop_at = started + duration_s
+    rng = random.Random(seed)
+    await asyncio.gather(
+        sample_rss(pid, stop_at, rss),
+        *(client(url, stop_at, tally, random.Random(rng.random())) for _ in range(clients)),
+    )
+    wall = time.monotonic() - started
+    latencies = sorted(tally.latencies) or [0.0]
+    return {
+        "clients": clients,
+        "duration_s": round(wall, 1),
+        "requests": tally.ok + tally.lost + tally.corrupted + tally.refused,
+        "ok": tally.ok,
+        "lost": tally.lost,
+        "corrupted": tally.corrupted,
+        "refused_429": tally.refused,
+        "cache_hits": tally.hits,
+        "audio_s": round(tally.audio_s, 1),
+        "audio_s_per_s": round(tally.audio_s / wall, 2),
+        "latency_p50_s": round(latencies[len(latencies) // 2], 3),
+        "latency_p99_s": round(latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))], 3),
+        "rss_mb_start": round(start_rss, 1) if start_rss else None,
+        "rss_mb_peak": round(max(rss), 1) if rss else None,
+        "rss_mb_end": round(rss[-1], 1) if rss else None,
+        "failures": tally.failures,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(extra: list[str], cache_dir: str) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    command = [sys.executable, "-m", "polyvox.cli", "serve", "--port", str(port), "--log-level", "warning"]
+    command += ["--cache-enabled", "--cache-dir", cache_dir, *extra]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"the server exited with {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/ready").status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise SystemExit("the server never became ready")
+        time.sleep(0.2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument("--duration", type=float, default=300.0, help="Seconds of load.")
+    parser.add_argument("--url", help="Use a running server instead of starting one (no RSS then).")
+    parser.add_argument("--serve-args", default="", help="Extra `polyvox serve` flags, one string.")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.url:
+        report = asyncio.run(soak(args.url, None, args.clients, args.duration, args.seed))
+    else:
+        with tempfile.TemporaryDirectory() as cache_dir:
+            proc, url = start_server(shlex.split(args.serve_args), cache_dir)
+            try:
+                report = asyncio.run(soak(url, proc.pid, args.clients, args.duration, args.seed))
+                report["server_alive"] = proc.poll() is None and httpx.get(f"{url}/ready").status_code == 200
+            finally:
+                proc.terminate()
+                report["server_exit_code"] = proc.wait(timeout=60)
+    report["cpus"] = os.cpu_count()
+    print(json.dumps(report, indent=2))
+    return 0 if report["lost"] == 0 and report["corrupted"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
