@@ -256,3 +256,16 @@ def test_control_characters_in_input_are_spoken_as_spaces(embedded_url) -> None:
     assert samples.size / rate > 0.3
     only_controls = httpx.post(f"{embedded_url}{SPEECH}", json={"input": "\x00\x01\x7f"})
     assert only_controls.status_code == 400 and only_controls.json()["error"]["code"] == "empty_input"
+
+
+def test_waiting_in_the_queue_past_the_deadline_is_504() -> None:
+    engine = FakeEngine()
+    app = create_app(Settings(max_concurrent_requests=1, max_queue=4, request_timeout_s=1.0), engine)
+    admission = app.state.service.admission
+    with running_server(app) as url:
+        admission.running = 1  # the one slot is held, as by a stream whose client stopped reading
+        queued = httpx.post(f"{url}{SPEECH}", json={"input": "queued"}, timeout=30)
+        assert queued.status_code == 504 and queued.json()["error"]["code"] == "timeout"
+        assert engine.started_requests == 0 and admission.waiting == 0
+        admission.release()
+        assert_recovered(url, engine)

@@ -249,8 +249,11 @@ class SpeechService:
         Cache hits need no slot: they never reach the engine."""
         if job.cached is not None:
             return
+        remaining = job.received_at + self.settings.request_timeout_s - time.perf_counter()
         try:
-            await until_disconnect(request, self.admission.acquire())
+            await until_disconnect(request, asyncio.wait_for(self.admission.acquire(), max(0.0, remaining)))
+        except TimeoutError as exc:  # waited in the queue past the request's deadline
+            raise DeadlineExceeded(self.settings.request_timeout_s) from exc
         except Overloaded as exc:
             raise APIError(
                 429, str(exc), code="rate_limit_exceeded", headers={"Retry-After": str(exc.retry_after_s)}
