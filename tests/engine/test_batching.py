@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from polyvox.engine.graphs import AdvanceGraphs
 from polyvox.engine.sequence import SamplingParams, SequenceStatus
 from polyvox.models.voxcpm2.generate import generate_latent_sequence
 
@@ -177,3 +178,18 @@ def test_continuation_audio_is_decoded_after_the_prompt_tail_like_the_whole_utte
     skip = context.shape[1] * tiny.vae.decode_chunk_size
     assert len(audio) == len(whole) - skip
     assert abs(audio - whole[skip:].numpy()).max() < 1e-4
+
+
+def test_the_fixed_shape_advance_used_by_cuda_graphs_gives_the_same_output(tiny, mixed):
+    """The padded path CUDA graphs replay (bucketed batch, scratch block, wide tables), run eagerly here."""
+    requests, alone = mixed
+    engine = tiny.engine(max_num_batched_tokens=64, decode_audio=False, max_graph_batch=16)
+    runner = engine.runner
+    runner.advance_graphs = AdvanceGraphs(
+        tiny.lm, runner.base_kv, runner.res_kv, runner.block_size, runner.num_kv_blocks, 16, capture=False
+    )
+    got = engine.generate([p for p, _ in requests], [sp for _, sp in requests])
+    assert len(runner.advance_graphs.statics) > 1  # several batch buckets were exercised
+    for g, want in zip(got, alone, strict=True):
+        assert_same(g, want)
+    assert engine.block_manager.num_free == engine.block_manager.num_blocks

@@ -1,7 +1,10 @@
-"""CUDA graphs for the LocDiT CFM solve (the bulk of a step), one per batch bucket and timestep count.
+"""CUDA graphs for a decode step: the LocDiT CFM solve (one graph per batch bucket and timestep count)
+and the LMs' one-token advance (one per batch bucket and block-table width bucket).
 
-Rows are independent in the solve, so a batch runs in the smallest captured bucket that holds it,
-its padding rows ignored. Capture is lazy and optional: if it fails, the solve runs eagerly.
+Rows are independent, so a batch runs in the smallest captured bucket that holds it, its padding
+rows ignored; the advance's padding rows write their K/V into a scratch block no sequence owns, and
+its attention runs over the bucket's full table width with the real context lengths masking the rest.
+Capture is lazy and optional: if it fails, that part runs eagerly.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import logging
 
 import torch
+
+from polyvox.models.voxcpm2.attention import AttentionMetadata
 
 log = logging.getLogger(__name__)
 
@@ -76,3 +81,96 @@ class DiTGraphs:
         graph = _Graph(self.lm, inputs, steps, self.pool)
         self.graphs[(bucket, steps)] = graph
         return graph
+
+
+def width_bucket(blocks: int) -> int:
+    width = 4
+    while width < blocks:
+        width *= 2
+    return width
+
+
+class _StaticAdvance:
+    """Fixed-shape inputs of `advance` for `batch` rows and block tables `width` wide."""
+
+    def __init__(self, batch: int, width: int, block_size: int, patch_shape, dtype, device):
+        long = dict(dtype=torch.long, device=device)
+        self.patch = torch.zeros((batch, *patch_shape), dtype=dtype, device=device)
+        self.meta = AttentionMetadata(
+            positions=torch.zeros(batch, **long),
+            slot_mapping=torch.zeros(batch, **long),
+            query_start_loc=torch.arange(batch + 1, **long),
+            context_lens=torch.ones(batch, **long),
+            block_tables=torch.zeros((batch, width), **long),
+            max_query_len=1,
+            max_context_len=width * block_size,
+        )
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.output: tuple[torch.Tensor, torch.Tensor] | None = None
+
+
+class AdvanceGraphs:
+    """`advance` over fixed-shape metadata; `capture=False` runs that same padded path eagerly."""
+
+    def __init__(
+        self, lm, base_kv, res_kv, block_size: int, scratch_block: int, max_batch: int, capture: bool
+    ):
+        self.lm, self.base_kv, self.res_kv = lm, base_kv, res_kv
+        self.block_size = block_size
+        self.scratch_block = scratch_block
+        self.buckets = batch_buckets(max_batch)
+        self.capture = capture
+        self.statics: dict[tuple[int, int], _StaticAdvance] = {}
+        self.pool = None
+
+    def __call__(self, patches: torch.Tensor, positions: list[int], tables: list[list[int]]):
+        n = patches.shape[0]
+        batch = next((b for b in self.buckets if b >= n), None)
+        if batch is None:
+            return None
+        bs = self.block_size
+        width = width_bucket(max(p // bs + 1 for p in positions))
+        key = (batch, width)
+        static = self.statics.get(key)
+        if static is None:
+            static = _StaticAdvance(batch, width, bs, patches.shape[1:], patches.dtype, patches.device)
+            self.statics[key] = static
+        pad = batch - n
+        scratch = self.scratch_block
+        rows = [t + [scratch] * (width - len(t)) for t in tables] + [[scratch] * width] * pad
+        host = torch.tensor(
+            [
+                positions + [0] * pad,
+                [t[p // bs] * bs + p % bs for t, p in zip(tables, positions, strict=True)]
+                + [scratch * bs] * pad,
+                [p + 1 for p in positions] + [1] * pad,
+            ]
+        )
+        meta = static.meta
+        meta.positions.copy_(host[0], non_blocking=True)
+        meta.slot_mapping.copy_(host[1], non_blocking=True)
+        meta.context_lens.copy_(host[2], non_blocking=True)
+        meta.block_tables.copy_(torch.tensor(rows), non_blocking=True)
+        static.patch[:n].copy_(patches)
+        if not self.capture:
+            out = self.lm.advance(static.patch, meta, self.base_kv, self.res_kv)
+            return out[0][:n], out[1][:n]
+        if static.graph is None:
+            self._capture(static)
+        static.graph.replay()
+        return static.output[0][:n].clone(), static.output[1][:n].clone()
+
+    def _capture(self, static: _StaticAdvance) -> None:
+        # warm-up runs compute this step's real K/V into the real slots; replaying writes the same values
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):
+                self.lm.advance(static.patch, static.meta, self.base_kv, self.res_kv)
+        torch.cuda.current_stream().wait_stream(stream)
+        if self.pool is None:
+            self.pool = torch.cuda.graph_pool_handle()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool):
+            static.output = self.lm.advance(static.patch, static.meta, self.base_kv, self.res_kv)
+        static.graph = graph

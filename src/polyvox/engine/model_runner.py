@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from polyvox.engine.config import EngineConfig
-from polyvox.engine.graphs import DiTGraphs
+from polyvox.engine.graphs import AdvanceGraphs, DiTGraphs
 from polyvox.engine.scheduler import ScheduledChunk
 from polyvox.engine.sequence import Sequence
 from polyvox.models.voxcpm2.attention import AttentionMetadata
@@ -57,11 +57,26 @@ class ModelRunner:
         self.base_layers = lm_cfg.num_hidden_layers
         self.res_layers = model_config.residual_lm_num_layers
         self.num_kv_blocks = config.num_kv_blocks or self._blocks_from_memory()
-        self.base_kv = PagedKVCache(self.base_layers, self.num_kv_blocks, device=self.device, **self.kv_shape)
-        self.res_kv = PagedKVCache(self.res_layers, self.num_kv_blocks, device=self.device, **self.kv_shape)
+        # one more block than the block manager hands out: the scratch block padded graph rows write to
+        pool_blocks = self.num_kv_blocks + 1
+        self.base_kv = PagedKVCache(self.base_layers, pool_blocks, device=self.device, **self.kv_shape)
+        self.res_kv = PagedKVCache(self.res_layers, pool_blocks, device=self.device, **self.kv_shape)
         self.timings: dict[str, float] | None = None  # set to {} to accumulate seconds per phase
         use_graphs = config.cuda_graphs and self.device.type == "cuda"
         self.graphs = DiTGraphs(lm, config.max_graph_batch) if use_graphs else None
+        self.advance_graphs = (
+            AdvanceGraphs(
+                lm,
+                self.base_kv,
+                self.res_kv,
+                self.block_size,
+                self.num_kv_blocks,
+                config.max_graph_batch,
+                True,
+            )
+            if use_graphs
+            else None
+        )
 
     @property
     def bytes_per_block(self) -> int:
@@ -155,7 +170,16 @@ class ModelRunner:
 
     def _advance(self, chunks: list[ScheduledChunk]) -> None:
         patches = torch.stack([c.seq.patches[-1] for c in chunks]).to(self.device, self.dtype)
-        lm_hidden, res_hidden = self.lm.advance(patches, self._meta(chunks), self.base_kv, self.res_kv)
+        out = None
+        if self.advance_graphs is not None:
+            try:
+                out = self.advance_graphs(
+                    patches, [c.start for c in chunks], [c.seq.block_table for c in chunks]
+                )
+            except Exception as exc:  # any capture failure: run eagerly from now on
+                log.warning("CUDA graph for the LM advance failed (%s); it runs eagerly", exc)
+                self.advance_graphs = None
+        lm_hidden, res_hidden = out or self.lm.advance(patches, self._meta(chunks), self.base_kv, self.res_kv)
         for i, c in enumerate(chunks):
             c.seq.lm_hidden, c.seq.residual_hidden = lm_hidden[i], res_hidden[i]
 
