@@ -166,11 +166,16 @@ class AdvanceGraphs:
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for _ in range(2):
-                self.lm.advance(static.patch, static.meta, self.base_kv, self.res_kv)
+                eager = self.lm.advance(static.patch, static.meta, self.base_kv, self.res_kv)
         torch.cuda.current_stream().wait_stream(stream)
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.pool):
             static.output = self.lm.advance(static.patch, static.meta, self.base_kv, self.res_kv)
+        # Guard: a replay must reproduce the eager result on these same inputs, or the graph is not used.
+        graph.replay()
+        for replayed, reference in zip(static.output, eager, strict=True):
+            if not torch.allclose(replayed.float(), reference.float(), rtol=1e-2, atol=1e-2):
+                raise RuntimeError("the captured LM advance disagrees with eager execution")
         static.graph = graph
