@@ -2,7 +2,7 @@
 
 `Forced` wraps the real VoxCPM2 engine to fix every generation's length (random weights would stop
 wherever their stop head says) and to record what the engine was asked to speak; it can also hold
-the generation of chosen pieces until a test lets them go.
+the generation of chosen pieces (or every piece after its first chunk) until a test lets them go.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class Forced:
         self.info = inner.info
         self.requests: list[SynthesisRequest] = []
         self.hold: Callable[[SynthesisRequest], bool] | None = None
+        self.hold_after_first_chunk = False
         self.release = threading.Event()
 
     @property
@@ -61,21 +62,28 @@ class Forced:
     async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
         self.requests.append(request)
         if self.hold is not None and self.hold(request):
-            for _ in range(6000):
-                if self.release.is_set():
-                    break
-                await asyncio.sleep(0.01)
-            else:
-                raise AssertionError("a held piece was never released")
+            await self._held()
         patches = LONG_PATCHES if LONG_WORD in request.text else PATCHES
         forced = replace(request, min_patches=patches, max_patches=patches)
+        first = True
         async with contextlib.aclosing(self.inner.generate(forced)) as chunks:
             async for chunk in chunks:
                 yield chunk
+                if first and self.hold_after_first_chunk:
+                    await self._held()
+                first = False
+
+    async def _held(self) -> None:
+        for _ in range(6000):
+            if self.release.is_set():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("a held generation was never released")
 
     def reset(self) -> None:
         self.requests.clear()
         self.hold = None
+        self.hold_after_first_chunk = False
         self.release.clear()
 
 

@@ -86,6 +86,28 @@ def test_chunked_audio_in_every_format_decodes_at_the_requested_speed(server, fm
     assert abs(samples.size / rate - seconds) <= slack, (fmt, samples.size / rate)
 
 
+@pytest.mark.parametrize("fmt", ["pcm", "wav", "mp3"])
+def test_audio_leaves_once_the_first_patch_is_made_even_at_another_speed(server, fmt):
+    """Every generation is held after its first 160 ms patch until the client has received audio.
+
+    (Opus pages, AAC priming and FLAC blocks hold a format's first bytes back for up to one more patch.)"""
+    url, engine = server
+    engine.hold_after_first_chunk = True
+    payload = {"input": "One patch so far.", "response_format": fmt, "stream_format": "audio", "speed": 1.5}
+    with httpx.stream("POST", f"{url}/v1/audio/speech", json=payload, timeout=120) as response:
+        assert response.status_code == 200
+        parts = response.iter_raw()
+        first = next(parts)
+        engine.release.set()
+        rest = b"".join(parts)
+    if fmt == "mp3":  # one MPEG frame is too short to decode alone: check it is an audio frame
+        assert first[0] == 0xFF and first[1] & 0xE0 == 0xE0
+    else:
+        heard = pcm_samples(first) if fmt == "pcm" else decode(first)[0]
+        assert heard.size > 0 and np.abs(heard).max() > 0
+    assert len(rest) > 0
+
+
 def _tone_wav(seconds: float = 1.0, rate: int = 16000) -> bytes:
     t = np.arange(int(seconds * rate)) / rate
     pcm = (0.3 * np.sin(2 * np.pi * 180 * t) * 32767).astype("<i2")

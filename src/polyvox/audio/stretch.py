@@ -12,6 +12,9 @@ MIN_SPEED = 0.25
 MAX_SPEED = 4.0
 _STAGE_MIN = 0.5
 _STAGE_MAX = 2.0
+# atempo emits a frame only once it can fill one as long as the input frame (scaled by the speed), so
+# a whole 160 ms chunk would come out a chunk late; 20 ms frames keep the delay to its own window.
+_FRAME_S = 0.02
 
 
 def atempo_stages(speed: float) -> list[float]:
@@ -60,9 +63,13 @@ class TimeStretcher:
         chunk = np.asarray(chunk, dtype=np.float32).reshape(-1)
         if self._graph is None or chunk.size == 0:
             return chunk
-        self._graph.push(to_frame(chunk, self.sample_rate, self._pts))
+        step = max(1, round(_FRAME_S * self.sample_rate))
+        frames = []
+        for start in range(0, chunk.size, step):
+            self._graph.push(to_frame(chunk[start : start + step], self.sample_rate, self._pts + start))
+            frames += self._pull()
         self._pts += chunk.size
-        return frames_to_array(self._pull())
+        return frames_to_array(frames)
 
     def flush(self) -> np.ndarray:
         if self._graph is None:
