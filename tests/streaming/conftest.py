@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import threading
+import time
+import wave
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 
@@ -123,19 +126,21 @@ def server(shared) -> tuple[str, Forced]:
     return url, engine
 
 
-async def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
-    for _ in range(int(timeout_s / 0.01)):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"never happened: {what}")
-
-
 def poll_until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
-    import time
-
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"never happened: {what}")
         time.sleep(0.01)
+
+
+def tone_wav(seconds: float = 1.0, rate: int = 16000) -> bytes:
+    t = np.arange(int(seconds * rate)) / rate
+    pcm = (0.3 * np.sin(2 * np.pi * 180 * t) * 32767).astype("<i2")
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(pcm.tobytes())
+    return buffer.getvalue()

@@ -5,9 +5,7 @@ parenthesised input, and a client that leaves mid-stream."""
 from __future__ import annotations
 
 import base64
-import io
 import json
-import wave
 
 import httpx
 import numpy as np
@@ -17,7 +15,7 @@ import pytest
 from helpers.audio import decode, pcm_samples
 from polyvox.audio import formats
 
-from .conftest import LONG_WORD, PATCH_SAMPLES, PATCHES, poll_until
+from .conftest import LONG_WORD, PATCH_SAMPLES, PATCHES, poll_until, tone_wav
 
 TWO_SENTENCES = "The harbour lights came on at dusk. 渔船慢慢地回到了港口。"
 
@@ -108,21 +106,9 @@ def test_audio_leaves_once_the_first_patch_is_made_even_at_another_speed(server,
     assert len(rest) > 0
 
 
-def _tone_wav(seconds: float = 1.0, rate: int = 16000) -> bytes:
-    t = np.arange(int(seconds * rate)) / rate
-    pcm = (0.3 * np.sin(2 * np.pi * 180 * t) * 32767).astype("<i2")
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        out.writeframes(pcm.tobytes())
-    return buffer.getvalue()
-
-
 def test_streams_with_a_one_off_clone_on_the_seed_systems_stream_route(server):
     url, engine = server
-    files = {"speaker_wav": ("me.wav", _tone_wav(), "audio/wav")}
+    files = {"speaker_wav": ("me.wav", tone_wav(), "audio/wav")}
     data = {"input": "Cloned and streamed at once.", "seed": "5"}
     with httpx.stream(
         "POST", f"{url}/v1/audio/speech/stream", data=data, files=files, timeout=120

@@ -14,7 +14,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from helpers.audio import pcm_samples
 
-from .conftest import LONG_WORD, PATCH_SAMPLES, PATCHES, poll_until
+from .conftest import LONG_WORD, PATCH_SAMPLES, PATCHES, poll_until, tone_wav
 
 SEGMENT_BYTES = PATCHES * PATCH_SAMPLES  # 16-bit pcm at 24 kHz: PATCHES * 3840 samples * 2 bytes
 
@@ -100,6 +100,20 @@ def test_audio_as_base64_json_in_another_format(server):
         wav = b"".join(base64.b64decode(message["audio"]) for message in audio)
         assert wav[:4] == b"RIFF" and wav[8:12] == b"WAVE"
         assert done["audio_seconds"] == pytest.approx(PATCHES * 0.16 / 2.0, abs=0.02)
+
+
+def test_a_session_can_clone_from_base64_reference_audio(server):
+    url, engine = server
+    clip = base64.b64encode(tone_wav()).decode()
+    with connect(ws_url(url)) as ws:
+        ws.send(json.dumps({"type": "config", "ref_audio": "not base64!"}))
+        assert receive(ws)["error"]["code"] == "invalid_audio"
+        configure(ws, ref_audio=f"data:audio/wav;base64,{clip}", ref_text="A low hum.")
+        ws.send(json.dumps({"type": "text", "text": "Spoken in a cloned voice.\n"}))
+        _, audio, _ = segment(until(ws, "segment.done"))
+    assert len(audio) == SEGMENT_BYTES
+    reference = engine.requests[0].reference
+    assert reference is not None and reference.transcript == "A low hum."
 
 
 def test_cancel_stops_the_audio_frees_the_engine_and_the_session_goes_on(server):

@@ -61,6 +61,11 @@ def _base64_audio(value: str) -> bytes:
         ) from exc
 
 
+async def base64_reference(value: str, transcript: str | None, limits: ClipLimits) -> ReferenceAudio:
+    """A one-off clone reference sent as base64 or a data URL (`ref_audio`), checked and decoded."""
+    return await _reference(_base64_audio(value), "ref_audio", transcript, limits)
+
+
 def _replay(body: bytes):
     """An ASGI `receive` that hands over an already-read body once."""
     sent = False

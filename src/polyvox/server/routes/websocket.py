@@ -25,6 +25,7 @@ from fastapi import APIRouter, WebSocket
 from pydantic import BaseModel, ValidationError
 from starlette.websockets import WebSocketDisconnect
 
+from polyvox.engines.base import ReferenceAudio
 from polyvox.engines.errors import EngineError, EngineInputError
 from polyvox.server.admission import Overloaded
 from polyvox.server.errors import (
@@ -34,8 +35,12 @@ from polyvox.server.errors import (
     from_engine_error,
     from_validation_errors,
 )
+from polyvox.server.parsing import base64_reference
 from polyvox.server.protocol import SpeechRequest, SpeechUsage
+from polyvox.server.routes.voices import voice_api_error
 from polyvox.server.synthesis import SpeechJob, SpeechService
+from polyvox.voices.clips import ClipLimits
+from polyvox.voices.errors import VoiceError
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +72,8 @@ class SessionConfig(BaseModel):
     inference_timesteps: int | None = None
     normalize: bool | None = None
     cache: bool = True
+    ref_audio: str | None = None
+    ref_text: str | None = None
     audio_encoding: Literal["binary", "base64"] = "binary"
 
 
@@ -156,6 +163,7 @@ class SpeechSession:
         self.service = service
         self.config: SessionConfig | None = None
         self.template: SpeechRequest | None = None
+        self.reference: ReferenceAudio | None = None
         self.buffer = SentenceBuffer(service.settings.max_piece_chars)
         self.pending: deque[Segment] = deque()  # not started
         self.active: deque[Segment] = deque()  # started; the first is the one streaming
@@ -180,8 +188,8 @@ class SpeechSession:
                     await self._handle(message)
                 except ProtocolError as exc:
                     await self._send_error(exc.error)
-                except (EngineInputError, EngineError) as exc:
-                    await self._send_error(from_engine_error(exc))
+                except (EngineInputError, EngineError, VoiceError) as exc:
+                    await self._send_error(_as_api_error(exc))
                 if self.sender.done():
                     return
         finally:
@@ -226,14 +234,19 @@ class SpeechSession:
             raise ProtocolError("the session is already configured", code="already_configured")
         try:
             config = SessionConfig.model_validate(data)
-            fields = config.model_dump(exclude={"type", "audio_encoding"}, exclude_none=True)
+            fields = config.model_dump(exclude={"type", "audio_encoding", "ref_audio"}, exclude_none=True)
             template = SpeechRequest.model_validate({**fields, "input": "Hello."})
-            probe = self.service.prepare(template, stream=True)  # the voice, format and engine can serve it
+            reference = None
+            if config.ref_audio is not None:
+                limits = ClipLimits.from_settings(self.service.settings)
+                reference = await base64_reference(config.ref_audio, config.ref_text, limits)
+            # Whether the voice, format and engine can serve the session at all:
+            probe = self.service.prepare(template, stream=True, reference=reference)
         except ValidationError as exc:
             raise ProtocolError.of(from_validation_errors(exc.errors())) from exc
-        except APIError as exc:
-            raise ProtocolError.of(exc) from exc
-        self.config, self.template = config, template
+        except (APIError, VoiceError) as exc:
+            raise ProtocolError.of(_as_api_error(exc)) from exc
+        self.config, self.template, self.reference = config, template, reference
         await self._send_json(
             {
                 "type": "ready",
@@ -292,8 +305,8 @@ class SpeechSession:
         job = None
         try:
             body = self.template.model_copy(update={"input": segment.text})
-            voice = await service.resolve_voice(body.voice)
-            job = segment.job = service.prepare(body, stream=True, voice=voice)
+            voice = await service.resolve_voice(body.voice, self.reference)
+            job = segment.job = service.prepare(body, stream=True, reference=self.reference, voice=voice)
             await service.lookup(job)
             if job.cached is None:
                 try:
@@ -383,6 +396,8 @@ class SpeechSession:
 def _as_api_error(exc: BaseException) -> APIError:
     if isinstance(exc, APIError):
         return exc
+    if isinstance(exc, VoiceError):
+        return voice_api_error(exc)
     if isinstance(exc, EngineError | EngineInputError | DeadlineExceeded):
         return from_engine_error(exc)
     log.error("speech segment failed", exc_info=exc)
