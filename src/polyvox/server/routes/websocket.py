@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 router = APIRouter(tags=["speech"])
 
 _DONE = object()
+MAX_QUEUED_SEGMENTS = 512  # sentences waiting to be spoken in one session; past it, text is refused
 # Where a sentence ends in text that is still arriving: CJK ends at once; ASCII ends only once the
 # whitespace after them has arrived (so "3." of "3.5" or "..." in progress is not cut); line breaks.
 _CLOSERS = "\"'”’)]}）】」』》"
@@ -262,6 +263,11 @@ class SpeechSession:
             self._queue(text)
 
     def _queue(self, text: str) -> None:
+        if len(self.pending) >= MAX_QUEUED_SEGMENTS:
+            raise ProtocolError(
+                f"more than {MAX_QUEUED_SEGMENTS} sentences are waiting to be spoken; send less text at once",
+                code="too_much_text_queued",
+            )
         self.pending.append(Segment(self.segments, text))
         self.segments += 1
         self._fill()
