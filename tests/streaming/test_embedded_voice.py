@@ -1,0 +1,63 @@
+"""The embedded (piper) voice behind the text front end: a WebSocket session fed word by word is heard
+as the words it was sent, and a parenthesised aside in a streamed HTTP request is read aloud."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from websockets.sync.client import connect
+
+from helpers.asr import transcribe, word_error_rate
+from helpers.audio import pcm_samples
+from helpers.server import running_server
+from polyvox.engines.factory import with_text_frontend
+from polyvox.server.app import create_app
+from polyvox.settings import Settings
+
+
+@pytest.fixture(scope="module")
+def embedded_url():
+    embedded = pytest.importorskip("polyvox.engines.embedded")
+    settings = Settings()
+    app = create_app(settings, with_text_frontend(embedded.EmbeddedEngine(), settings))
+    with running_server(app) as url:
+        yield url
+
+
+def test_words_sent_one_by_one_are_heard_sentence_by_sentence(embedded_url):
+    said = "The garden gate was open. Two cats sat on the warm stone wall."
+    audio = bytearray()
+    texts = []
+    with connect(embedded_url.replace("http://", "ws://") + "/v1/audio/speech/ws") as ws:
+        ws.send(json.dumps({"type": "config", "voice": "alloy"}))
+        assert json.loads(ws.recv(timeout=60))["type"] == "ready"
+        for word in said.split(" "):
+            ws.send(json.dumps({"type": "text", "text": word + " "}))
+        ws.send(json.dumps({"type": "end"}))
+        for message in ws:
+            if isinstance(message, bytes):
+                audio += message
+            elif (event := json.loads(message))["type"] == "segment.start":
+                texts.append(event["text"])
+            else:
+                assert event["type"] in ("segment.done", "done"), event
+    assert texts == ["The garden gate was open.", "Two cats sat on the warm stone wall."]
+    heard = transcribe(pcm_samples(bytes(audio)), 24000)
+    assert word_error_rate("the garden gate was open two cats sat on the warm stone wall", heard) <= 0.25, (
+        heard
+    )
+
+
+def test_a_parenthesised_aside_in_a_streamed_request_is_read_aloud(embedded_url):
+    payload = {
+        "input": "(quietly) Good morning, everyone.",
+        "response_format": "pcm",
+        "stream_format": "audio",
+    }
+    with httpx.stream("POST", f"{embedded_url}/v1/audio/speech", json=payload, timeout=120) as response:
+        assert response.status_code == 200
+        audio = b"".join(response.iter_raw())
+    heard = transcribe(pcm_samples(audio), 24000).lower()
+    assert "quiet" in heard and "morning" in heard, heard
