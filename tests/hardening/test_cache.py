@@ -142,7 +142,7 @@ def test_multipart_cache_field_opts_out(cached, flag: str) -> None:
 
 def test_one_off_cloning_is_adhoc_and_never_cached(cached) -> None:
     url, engine, directory = cached(CloningFakeEngine())
-    clip = io_wav(np.zeros(8000, np.float32))
+    clip = io_wav(tone(2.0, 220.0))
     for _ in range(2):
         response = httpx.post(
             f"{url}{SPEECH}",
@@ -217,21 +217,30 @@ def test_a_new_model_revision_is_never_served_stale(cached) -> None:
     assert speak(url).headers["X-Cache"] == "MISS"
 
 
-def test_voice_fingerprint_hook_invalidates_entries(tmp_path) -> None:
-    from helpers.server import running_server
-    from polyvox.server.app import create_app
-    from polyvox.settings import Settings
+def tone(seconds: float, freq: float, rate: int = 16000) -> np.ndarray:
+    t = np.arange(int(seconds * rate)) / rate
+    return (0.3 * np.sin(2 * np.pi * freq * t)).astype(np.float32)
 
-    engine = FakeEngine()
-    app = create_app(Settings(cache_enabled=True, cache_dir=tmp_path), engine)
-    prompts = {"alloy": "hash-1"}
-    app.state.service.voice_fingerprint = prompts.get
-    with running_server(app) as url:
-        speak(url)
-        assert speak(url).headers["X-Cache"] == "HIT"
-        prompts["alloy"] = "hash-2"  # the voice was re-recorded
-        assert speak(url).headers["X-Cache"] == "MISS"
-        assert engine.started_requests == 2
+
+def test_re_registering_a_voice_is_never_served_stale(cached, tmp_path) -> None:
+    engine = CloningFakeEngine()
+    engine.info.can_clone = True
+    url, engine, _ = cached(engine, voices_dir=tmp_path / "voices")
+
+    def register(freq: float) -> None:
+        response = httpx.post(
+            f"{url}/v1/audio/voices",
+            data={"name": "bob", "consent": "true"},
+            files={"audio": ("bob.wav", io_wav(tone(2.0, freq)), "audio/wav")},
+        )
+        assert response.status_code in (200, 201), response.text
+
+    register(220.0)
+    assert speak(url, voice="bob").headers["X-Cache"] == "MISS"
+    assert speak(url, voice="bob").headers["X-Cache"] == "HIT"
+    register(330.0)  # the same name, another recording
+    assert speak(url, voice="bob").headers["X-Cache"] == "MISS"
+    assert engine.started_requests == 2
 
 
 def test_entries_expire_after_the_ttl(cached) -> None:
