@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 # On machines without CUDA take the CPU build of torch first (a bare `torch` may pull a multi-GB CUDA build).
 TORCH_CPU := torch==2.13.0
 
-.PHONY: serve test lint format install install-test clean
+.PHONY: serve test lint format docs install install-test clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,9 @@ lint: $(VENV)/.installed-test
 format: $(VENV)/.installed-test
 	$(VENV)/bin/ruff format src tests bench
 	$(VENV)/bin/ruff check --fix src tests bench
+
+docs: $(VENV)/.installed
+	$(PY) -m polyvox.settings_doc
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info
