@@ -224,6 +224,11 @@ def add_bench(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--voice", default="alloy", help="Voice (default: alloy).")
     parser.add_argument("--model", default="tts-1", help="Model field of each request (default: tts-1).")
     parser.add_argument("--timeout", type=float, default=600.0, help="Per-request timeout, seconds.")
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="Let the server answer from its audio cache (default: bypass it).",
+    )
     parser.add_argument("--json", action="store_true", help="Print exactly one JSON object.")
     parser.set_defaults(func=run_bench)
 
@@ -244,6 +249,7 @@ def run_bench(args: argparse.Namespace) -> int:
         voice=args.voice,
         model=args.model,
         timeout_s=args.timeout,
+        use_cache=args.cache,
     )
     report = asyncio.run(run_load(config))
     print(json.dumps(report) if args.json else format_report(report))

@@ -43,7 +43,7 @@ def run(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProce
 def test_every_setting_has_a_serve_flag() -> None:
     flags = {action.dest: action.option_strings for action in _serve_parser()._actions}
     for name in Settings.model_fields:
-        assert flags[name] == ["--" + name.replace("_", "-")]
+        assert "--" + name.replace("_", "-") in flags[name]
 
 
 def _serve_parser():
@@ -131,6 +131,16 @@ def test_bench_stream_reports_viability(serve) -> None:
     assert 0.0 <= report["streaming_viability"] <= 1.0
     # the tone engine speaks 20 ms per character; the bench measured it by decoding the mp3 streams
     assert report["audio_s_mean"] == pytest.approx(len(DEFAULT_INPUT) * 0.02, abs=0.1)
+
+
+def test_bench_synthesises_every_request_instead_of_replaying_the_cache(serve, tmp_path) -> None:
+    engine = FakeEngine()
+    url = serve(engine, cache_enabled=True, cache_dir=str(tmp_path / "cache"))
+    args = ["--concurrency", "1", "--requests", "3", "--json", "--input", "The same words every time."]
+    assert run("bench", "--url", url, *args).returncode == 0
+    assert engine.started_requests == 3
+    assert run("bench", "--url", url, *args, "--cache").returncode == 0
+    assert engine.started_requests == 4  # one miss stores the answer, the other two are hits
 
 
 def test_bench_counts_errors(serve) -> None:

@@ -31,6 +31,7 @@ class BenchConfig:
     model: str = "tts-1"
     sample_rate: int = 24000
     timeout_s: float = 600.0
+    use_cache: bool = False  # off: every request is synthesised (Cache-Control: no-store), not replayed
 
 
 @dataclass
@@ -96,7 +97,10 @@ async def _one(client: httpx.AsyncClient, config: BenchConfig) -> Sample:
     sent = time.perf_counter()
     try:
         async with client.stream(
-            "POST", f"{config.url.rstrip('/')}/v1/audio/speech", json=payload
+            "POST",
+            f"{config.url.rstrip('/')}/v1/audio/speech",
+            json=payload,
+            headers=None if config.use_cache else {"Cache-Control": "no-store"},
         ) as response:
             sample.status = response.status_code
             if response.status_code != 200:
