@@ -4,6 +4,9 @@ polyvox, and polyvox's `synthesize` gives the official `generate`'s waveform for
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import wave
 
 import av
@@ -145,3 +148,22 @@ def test_random_bundle_equals_the_random_checkpoint_it_would_write(tmp_path):
     np.testing.assert_allclose(
         in_memory.synthesize(TEXT, **kw), loaded.synthesize(TEXT, **kw), atol=1e-3, rtol=0
     )
+
+
+def test_polyvox_say_speaks_with_a_checkpoint_the_official_code_wrote(official_dir, tmp_path):
+    _, directory = official_dir
+    out = tmp_path / "speech.wav"
+    env = {"POLYVOX_CACHE_ENABLED": "false", "POLYVOX_VOICES_DIR": str(tmp_path / "voices")}
+    result = subprocess.run(
+        [sys.executable, "-m", "polyvox.cli", "say", "--model", str(directory), "--device", "cpu",
+         "-f", "wav", "-o", str(out), TEXT],
+        capture_output=True, timeout=300, env={**os.environ, **env},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    with av.open(str(out)) as container:
+        stream = container.streams.audio[0]
+        samples = np.concatenate([f.to_ndarray().reshape(-1) for f in container.decode(stream)])
+        assert stream.rate == 24000
+    # at least one 160 ms patch of speech, and not silence
+    assert samples.size >= 0.16 * 24000
+    assert np.abs(samples.astype(np.float32)).max() > 0
