@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 
+import httpx
 import numpy as np
 import openai
 import pytest
@@ -171,3 +172,35 @@ def test_a_hundred_concurrent_http_requests_all_complete_with_valid_audio(model)
         samples, rate = decode(body)
         assert 0.4 < samples.size / rate < 0.6  # three 160 ms patches
         assert np.isfinite(samples).all() and np.abs(samples).max() > 0
+
+
+def _metric(text: str, name: str) -> float:
+    line = next(line for line in text.splitlines() if line.startswith(name + " "))
+    return float(line.split()[1])
+
+
+def test_metrics_show_the_batching_engine_at_work(model):
+    engine = VoxCPM2Engine(model, EngineConfig(max_num_seqs=16, num_kv_blocks=512), max_patches=3)
+    with running_server(create_app(Settings(), engine)) as url:
+
+        async def main():
+            async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+
+                async def speak(i: int) -> int:
+                    body = {"input": f"Sentence {i} for the metrics.", "response_format": "pcm"}
+                    return (await client.post("/v1/audio/speech", json=body)).status_code
+
+                assert await speak(0) == 200  # the first use of a builtin voice also freezes its prompt
+                before = (await client.get("/metrics")).text
+                assert await asyncio.gather(*(speak(i) for i in range(1, 7))) == [200] * 6
+                return before, (await client.get("/metrics")).text
+
+        before, after = asyncio.run(main())
+    patches = _metric(after, "polyvox_engine_patches_total") - _metric(before, "polyvox_engine_patches_total")
+    steps = _metric(after, "polyvox_engine_steps_total") - _metric(before, "polyvox_engine_steps_total")
+    assert patches == 6 * 3
+    assert steps < patches  # the six requests shared steps
+    assert _metric(after, "polyvox_engine_kv_blocks_used") == 0
+    assert _metric(after, "polyvox_engine_kv_blocks_free") >= 500  # all of the 512-block pool but scratch
+    assert _metric(after, "polyvox_engine_running_requests") == 0
+    assert "polyvox_engine_prefix_cache_hit_rate" in after and "polyvox_engine_preemptions_total" in after

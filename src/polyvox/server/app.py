@@ -15,6 +15,7 @@ from polyvox import __version__
 from polyvox.engines.base import Engine
 from polyvox.server.auth import KeyRing, authorize
 from polyvox.server.deps import require_api_key
+from polyvox.server.engine_metrics import EngineStatsCollector
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import Lifecycle
 from polyvox.server.metrics import Metrics, MetricsMiddleware
@@ -76,6 +77,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.service = SpeechService(engine, settings, metrics, app.state.lifecycle)
     app.state.voices = app.state.service.voice_registry = VoiceRegistry.from_settings(settings)
     metrics.registry.register(VoiceCollector(app.state.voices, engine))
+    metrics.registry.register(EngineStatsCollector(engine))
     app.state.engine_failure = None
     app.state.created = int(time.time())
     install_error_handlers(app)
