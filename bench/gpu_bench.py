@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(os.environ.get("OUT", "/tmp/polyvox-gpu"))
 BUDGET_S = float(os.environ.get("BUDGET_S", "480"))
 CONCURRENCY = os.environ.get("CONCURRENCY", "1,8,32,64,128,256,512")
+DEVICE = os.environ.get("DEVICE", "cuda")  # DEVICE=cpu SIZE=tiny: a dry run of this script on a CPU
+SIZE = os.environ.get("SIZE", "full")
 T0 = time.monotonic()
 
 
@@ -89,8 +91,8 @@ def profile_section() -> None:
     from polyvox.engine.config import EngineConfig
     from polyvox.engine.llm_engine import LLMEngine
 
-    device = torch.device(os.environ.get("PROFILE_DEVICE", "cuda"))
-    size = os.environ.get("PROFILE_SIZE", "full")
+    device = torch.device(DEVICE)
+    size = SIZE
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     config, lm, vae = engine_bench.build_model(size, device, dtype)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -132,26 +134,27 @@ def main() -> None:
     py = sys.executable
     env = {"PYTHONPATH": f"{ROOT / 'src'}:{os.environ.get('PYTHONPATH', '')}", "PYTHONUNBUFFERED": "1"}
     sections = {}
-    subprocess.run(["nvidia-smi", "-L"])
+    if DEVICE == "cuda":
+        subprocess.run(["nvidia-smi", "-L"])
     sections["smoke_tiny"] = run(
         "smoke_tiny",
-        [py, "bench/engine_bench.py", "--size", "tiny", "--device", "cuda", "--concurrency", "1,8",
+        [py, "bench/engine_bench.py", "--size", "tiny", "--device", DEVICE, "--concurrency", "1,8",
          "--patches", "8", "--check", "--json", str(OUT / "smoke_tiny.json")],
         120, env,
     )  # fmt: skip
     sections["engine_full"] = run(
         "engine_full",
-        [py, "bench/engine_bench.py", "--size", "full", "--device", "cuda", "--concurrency", CONCURRENCY,
+        [py, "bench/engine_bench.py", "--size", SIZE, "--device", DEVICE, "--concurrency", CONCURRENCY,
          "--patches", "63", "--max-num-seqs", "512", "--json", str(OUT / "engine_full.json")],
         left() - 200, env,
     )  # fmt: skip
     sections["profile"] = run("profile", [py, __file__, "profile"], min(90, left() - 150), env)
     anchors = ROOT / ".anchors" / "voxcpm_reference.py"
     if anchors.exists():
-        ref_env = {**env, "SIZE": "full", "OUT": str(OUT), "BUDGET_S": str(max(60, left() - 10))}
+        ref_env = {**env, "SIZE": SIZE, "OUT": str(OUT), "BUDGET_S": str(max(60, left() - 10))}
         sections["official_reference"] = run("official_reference", [py, str(anchors)], left() - 5, ref_env)
     summary = {"sections": sections, "total_s": round(time.monotonic() - T0, 1)}
-    for name in ("smoke_tiny", "engine_full", "profile", "voxcpm_reference_full"):
+    for name in ("smoke_tiny", "engine_full", "profile", f"voxcpm_reference_{SIZE}"):
         path = OUT / f"{name}.json"
         if path.exists():
             summary[name] = json.loads(path.read_text())
@@ -163,7 +166,7 @@ def main() -> None:
             f"polyvox c={r['concurrency']:>4}: {r['audio_s_per_s']:>8} audio-s/s  ttfa p50 {r['ttfa_p50_s']}s"
             f" p95 {r['ttfa_p95_s']}s  rtf {r['rtf_mean']}  step {r['mean_step_ms']}ms"
         )
-    ref = summary.get("voxcpm_reference_full", {})
+    ref = summary.get(f"voxcpm_reference_{SIZE}", {})
     for tag in ("eager", "compiled"):
         if f"{tag}_rtf" in ref:
             print(f"official {tag}: rtf {ref[f'{tag}_rtf']}  ttfa {ref.get(f'{tag}_stream_ttfa_s')}s")
