@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import io
 import json
 import logging
-import wave
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -24,6 +22,7 @@ import anyio
 import numpy as np
 
 from polyvox.audio.decode import decode_audio
+from polyvox.audio.encode import encode_audio
 from polyvox.engines.base import Engine, ReferenceAudio, SynthesisRequest
 from polyvox.voices.clips import CLIP_RATE, content_hash
 from polyvox.voices.store import atomic_write
@@ -125,7 +124,7 @@ class BuiltinFreezer:
         # its transcript, so the model is never told the audio contains words it does not.
         patch_cap_hit = len(chunks) >= self.max_patches
         samples = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
-        wav = _wav_bytes(samples, engine.info.sample_rate)
+        wav = encode_audio(samples, engine.info.sample_rate, "wav")
         log.info(
             "builtin voice %s frozen: %.2f s of audio%s",
             voice.name,
@@ -139,17 +138,6 @@ def reference_of(frozen: FrozenPrompt) -> ReferenceAudio:
     """The frozen clip as a ReferenceAudio keyed by its bytes' hash (generated audio: no upload checks)."""
     samples = decode_audio(frozen.wav, CLIP_RATE)
     return ReferenceAudio(samples, CLIP_RATE, content_hash(frozen.wav), frozen.transcript)
-
-
-def _wav_bytes(samples: np.ndarray, rate: int) -> bytes:
-    pcm = (np.clip(np.nan_to_num(samples), -1.0, 1.0) * 32767.0).round().astype("<i2")
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        out.writeframes(pcm.tobytes())
-    return buffer.getvalue()
 
 
 def _read_frozen(path: Path | None) -> FrozenPrompt | None:
