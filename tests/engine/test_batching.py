@@ -83,6 +83,7 @@ def test_outputs_in_a_mixed_batch_equal_outputs_alone_even_with_cancellations(ti
         lat, audio = got[s.seq_id]
         assert_same((torch.cat(lat, dim=1), torch.cat([torch.as_tensor(a) for a in audio]).numpy()), want)
     assert engine.block_manager.num_free == engine.block_manager.num_blocks
+    assert engine.runner.vae_pool.in_use == 0  # every decoder state slot is back too
 
 
 def test_each_patch_streams_as_one_160ms_chunk_at_48khz(tiny):
@@ -96,12 +97,13 @@ def test_each_patch_streams_as_one_160ms_chunk_at_48khz(tiny):
 
 def test_preempted_requests_resume_with_identical_output(tiny, mixed):
     requests, alone = mixed
-    engine = tiny.engine(num_kv_blocks=16, enable_prefix_caching=False, decode_audio=False)
+    engine = tiny.engine(num_kv_blocks=16, enable_prefix_caching=False)
     got = engine.generate([p for p, _ in requests], [sp for _, sp in requests])
-    assert engine.stats().preemptions > 0
+    assert engine.stats().preemptions > 0  # and their streaming-decoder state waited for them
     for g, want in zip(got, alone, strict=True):
         assert_same(g, want)
     assert engine.block_manager.num_free == engine.block_manager.num_blocks
+    assert engine.runner.vae_pool.in_use == 0  # every decoder state slot is back too
 
 
 def test_a_prefix_cache_hit_gives_the_same_output_as_a_miss(tiny):
@@ -119,6 +121,7 @@ def test_a_prefix_cache_hit_gives_the_same_output_as_a_miss(tiny):
     assert 0 < stats.prefix_cache_hit_rate <= 1
     assert_same(hit, miss)
     assert engine.block_manager.num_free == engine.block_manager.num_blocks
+    assert engine.runner.vae_pool.in_use == 0  # every decoder state slot is back too
 
 
 def test_same_seed_same_output_different_seed_different_output(tiny):
@@ -193,3 +196,4 @@ def test_the_fixed_shape_advance_used_by_cuda_graphs_gives_the_same_output(tiny,
     for g, want in zip(got, alone, strict=True):
         assert_same(g, want)
     assert engine.block_manager.num_free == engine.block_manager.num_blocks
+    assert engine.runner.vae_pool.in_use == 0  # every decoder state slot is back too

@@ -70,6 +70,7 @@ class LLMEngine:
             self.runner.num_kv_blocks, config.kv_block_size, config.enable_prefix_caching
         )
         self.scheduler = Scheduler(config, self.block_manager)
+        self.scheduler.on_finish = self.runner.release
         self.sequences: dict[int, Sequence] = {}
         self._steps = self._patches = 0
         self._step_time = self._last_step_s = 0.0

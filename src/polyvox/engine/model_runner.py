@@ -19,8 +19,8 @@ from polyvox.engine.config import EngineConfig
 from polyvox.engine.graphs import AdvanceGraphs, DiTGraphs
 from polyvox.engine.scheduler import ScheduledChunk
 from polyvox.engine.sequence import Sequence
+from polyvox.engine.vae_state_pool import VAEStatePool
 from polyvox.models.voxcpm2.attention import AttentionMetadata
-from polyvox.models.voxcpm2.audio_vae import StreamState
 from polyvox.models.voxcpm2.kv_cache import PagedKVCache
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,8 @@ class ModelRunner:
         pool_blocks = self.num_kv_blocks + 1
         self.base_kv = PagedKVCache(self.base_layers, pool_blocks, device=self.device, **self.kv_shape)
         self.res_kv = PagedKVCache(self.res_layers, pool_blocks, device=self.device, **self.kv_shape)
+        vae_param = next(vae.parameters())
+        self.vae_pool = VAEStatePool(vae, config.max_num_seqs, vae_param.device, vae_param.dtype)
         self.timings: dict[str, float] | None = None  # set to {} to accumulate seconds per phase
         use_graphs = config.cuda_graphs and self.device.type == "cuda"
         self.graphs = DiTGraphs(lm, config.max_graph_batch) if use_graphs else None
@@ -217,17 +219,22 @@ class ModelRunner:
         return self.graphs.decode_patch(*args) if self.graphs is not None else self.lm.decode_patch(*args)
 
     def _decode_audio(self, seqs: list[Sequence], patches: torch.Tensor) -> torch.Tensor:
-        fresh = [s for s in seqs if s.vae_state is None]
-        if fresh:
-            init = self.vae.init_stream_state(len(fresh))
-            for i, s in enumerate(fresh):
-                s.vae_state = init.select(i)
+        pool = self.vae_pool
+        for s in seqs:
+            if s.vae_slot is None:
+                s.vae_slot = pool.acquire()
                 if s.context_patches is not None:  # continuation: prime the decoder with the prompt's tail
-                    context = s.context_patches.to(self.device, init.buffers[0].dtype)
-                    _, s.vae_state = self.vae.decode_stream(context.flatten(0, 1).T.unsqueeze(0), s.vae_state)
-        state = StreamState.cat([s.vae_state for s in seqs])
-        vae_dtype = next(self.vae.parameters()).dtype
-        audio, state = self.vae.decode_stream(patches.transpose(1, 2).to(vae_dtype), state)
-        for i, s in enumerate(seqs):
-            s.vae_state = state.select(i)
+                    slot = torch.tensor([s.vae_slot], device=pool.device)
+                    context = s.context_patches.to(pool.device, pool.dtype).flatten(0, 1).T.unsqueeze(0)
+                    _, primed = self.vae.decode_stream(context, pool.gather(slot))
+                    pool.scatter(slot, primed)
+        slots = torch.tensor([s.vae_slot for s in seqs], device=pool.device)
+        audio, state = self.vae.decode_stream(patches.transpose(1, 2).to(pool.dtype), pool.gather(slots))
+        pool.scatter(slots, state)
         return audio.float()
+
+    def release(self, seq: Sequence) -> None:
+        """A finished request gives its decoder state slot back."""
+        if seq.vae_slot is not None:
+            self.vae_pool.release(seq.vae_slot)
+            seq.vae_slot = None

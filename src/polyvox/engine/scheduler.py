@@ -13,6 +13,7 @@ preempted (its blocks freed; it is re-prefilled later from its prompt plus its g
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from polyvox.engine.block_manager import BlockManager
@@ -46,6 +47,7 @@ class Scheduler:
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.num_preemptions = 0
+        self.on_finish: Callable[[Sequence], None] | None = None  # frees what a sequence holds elsewhere
 
     def add(self, seq: Sequence) -> None:
         need = self.block_manager.blocks_for(seq.num_prompt_tokens + seq.params.max_len)
@@ -100,6 +102,8 @@ class Scheduler:
         self.block_manager.free(seq)
         seq.status = SequenceStatus.FINISHED
         seq.finish_reason = reason
+        if self.on_finish is not None:
+            self.on_finish(seq)
 
     def _preempt(self, seq: Sequence) -> None:
         self.block_manager.free(seq)

@@ -7,7 +7,7 @@ import itertools
 import random
 from dataclasses import dataclass
 from enum import Enum, auto
-from typing import Any, Protocol
+from typing import Protocol
 
 import torch
 
@@ -82,7 +82,7 @@ class Sequence:
         self.generator = torch.Generator().manual_seed(self.seed)
         self.lm_hidden: torch.Tensor | None = None
         self.residual_hidden: torch.Tensor | None = None
-        self.vae_state: Any = None
+        self.vae_slot: int | None = None  # the model runner's streaming-decoder state slot
         self.num_preemptions = 0
         self.finish_reason: str | None = None
 
