@@ -238,6 +238,11 @@ def main(argv: list[str] | None = None) -> dict:
         results["single_stream_ttfa_s"] = single["ttfa_p50_s"]
     stats = engine.stats()
     results["kv_blocks_free_after"] = stats.kv_blocks_free
+    # whether the CUDA graphs survived capture and their self-check (a failure falls back to eager)
+    results["graphs_in_use"] = {
+        "dit_solve": engine.runner.graphs is not None and not engine.runner.graphs.disabled,
+        "lm_advance": engine.runner.advance_graphs is not None,
+    }
     results["prefix_cache_hit_rate"] = round(stats.prefix_cache_hit_rate, 3)
     if args.json:
         with open(args.json, "w") as f:
