@@ -1,10 +1,16 @@
 """One-call GPU benchmark: CUDA smoke test, polyvox's engine table, a step profile, and the official
 reference measured in the same run. Writes JSON under $OUT and prints a short summary last.
 
-Runs on the device machine with only torch/numpy/safetensors/tokenizers plus the wheels carried in
-`.whl` (pydantic for the model config; voxcpm and librosa for the reference):
+The device machine has torch, numpy, safetensors and tokenizers; bring the rest as Python 3.12
+manylinux wheels in `.whl` (git-ignored): pydantic, pydantic-core, annotated-types,
+typing-inspection for polyvox's model config; voxcpm==2.0.3, librosa==1.0.0, soundfile, cffi,
+pycparser, soxr, audioread, pooch, decorator, platformdirs, standard-aifc, standard-sunau for the
+reference; and copy `../shared/anchors/*.py` into `.anchors/` (git-ignored). Then, as one call:
 
-    python3 bench/gpu_bench.py            # OUT=/some/dir, BUDGET_S=seconds (default 480)
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
+      && export PYTHONPATH=/tmp/site:src; python3 bench/gpu_bench.py     # carry: .whl, .anchors
+
+`BUDGET_S` (default 480) bounds the whole run; `DEVICE=cpu SIZE=tiny` dry-runs it on a CPU.
 """
 
 from __future__ import annotations
