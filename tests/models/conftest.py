@@ -1,5 +1,5 @@
-"""The official VoxCPM2 (tiny config, random N(0, 0.02) weights) and polyvox's VoxCPM2LM loaded
-from its state_dict, plus the test tokenizer both load."""
+"""The official VoxCPM2 (tiny config, random N(0, 0.15) weights, so attention is far from uniform)
+and polyvox's VoxCPM2LM loaded from its state_dict, plus the test tokenizer both load."""
 
 from __future__ import annotations
 

@@ -115,9 +115,11 @@ def test_an_lm_file_that_carries_the_vae_needs_no_separate_vae_file(ckpt, refere
     np.testing.assert_allclose(audio, reference_audio, atol=1e-5, rtol=0)
 
 
-def test_bfloat16_lm_keeps_a_float32_vae_and_still_speaks(pristine, reference_audio):
-    model = VoxCPM2.load(pristine, device="cpu", dtype="bfloat16")
-    assert model.dtype == torch.bfloat16
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_half_precision_lm_keeps_a_float32_vae_and_still_speaks(pristine, dtype):
+    model = VoxCPM2.load(pristine, device="cpu", dtype=str(dtype).removeprefix("torch."))
+    assert model.dtype == dtype
+    assert {p.dtype for p in model.lm.parameters()} == {dtype}
     assert {p.dtype for p in model.vae.parameters()} == {torch.float32}
     audio = model.synthesize(TEXT, **GEN)
     assert np.isfinite(audio).all() and np.abs(audio).max() > 1e-3
