@@ -20,6 +20,7 @@ from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import Lifecycle
 from polyvox.server.metrics import Metrics, MetricsMiddleware
 from polyvox.server.routes import catalog, health, lexicon, speech, voices, websocket
+from polyvox.server.supervisor import EngineSupervisor
 from polyvox.server.synthesis import SpeechService
 from polyvox.settings import Settings
 from polyvox.voices.metrics import VoiceCollector
@@ -36,21 +37,25 @@ async def _start_engine(app: FastAPI, engine: Engine) -> None:
         app.state.engine_failure = f"{type(exc).__name__}: {exc}"
         log.exception("engine %s failed to start", engine.info.name)
         return
+    app.state.supervisor.served = True
     log.info("engine %s ready in %.1f s", engine.info.name, time.perf_counter() - started)
 
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Start the engine in the background (so /health and /ready answer while it warms), stop it at exit."""
+    """Start the engine in the background (so /health and /ready answer while it warms), restart it if
+    it stops serving, stop it at exit."""
     engine: Engine = app.state.engine
     starting = asyncio.create_task(_start_engine(app, engine))
+    supervising = asyncio.create_task(app.state.supervisor.run())
     await voices.load_voices(app)
     try:
         yield
     finally:
-        starting.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await starting
+        for task in (supervising, starting):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await engine.stop()
 
 
@@ -75,6 +80,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.lexicon = getattr(getattr(engine, "frontend", None), "lexicon", None)
     app.state.metrics = metrics
     app.state.service = SpeechService(engine, settings, metrics, app.state.lifecycle)
+    app.state.supervisor = EngineSupervisor(engine, app.state.lifecycle, metrics)
     app.state.voices = app.state.service.voice_registry = VoiceRegistry.from_settings(settings)
     metrics.registry.register(VoiceCollector(app.state.voices, engine))
     metrics.registry.register(EngineStatsCollector(engine))

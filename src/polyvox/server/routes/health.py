@@ -30,6 +30,13 @@ async def ready(request: Request, engine: Engine = Depends(get_engine)) -> dict[
         failure = getattr(request.app.state, "engine_failure", None)
         if failure:
             raise APIError(503, f"the engine failed to start: {failure}", code="engine_failed")
+        if request.app.state.supervisor.restarting:
+            raise APIError(
+                503,
+                "the engine is restarting after a failure",
+                code="engine_restarting",
+                headers={"Retry-After": "5"},
+            )
         raise APIError(
             503, "the engine is still starting", code="engine_not_ready", headers={"Retry-After": "5"}
         )
