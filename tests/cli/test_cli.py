@@ -189,3 +189,35 @@ def test_serve_starts_a_server_and_warns_beyond_loopback(tmp_path: Path) -> None
     text = log.read_text()
     assert "embedded" in text and f"0.0.0.0:{port}" in text
     assert "WARNING" in text and "beyond loopback" in text
+
+
+def test_environment_beats_the_config_file_and_flags_beat_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "polyvox.json"
+    config.write_text(json.dumps({"port": 9001, "max_queue": 3, "max_num_seqs": 5}))
+    monkeypatch.setenv("POLYVOX_CONFIG", str(config))
+    monkeypatch.setenv("POLYVOX_PORT", "9002")
+    monkeypatch.setenv("POLYVOX_MAX_QUEUE", "4")
+    args = build_parser().parse_args(["serve", "--max-queue", "6"])
+    settings = settings_from_args(args)
+    assert (settings.port, settings.max_queue, settings.max_num_seqs) == (9002, 6, 5)
+
+
+def test_the_seed_systems_variables_are_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    legacy = {
+        "AUDIO_CACHE_DIR": str(tmp_path),
+        "CACHE_TTL_MINUTES": "15",
+        "VOXCPM_INFERENCE_TIMESTEPS": "7",
+        "VLLM_GPU_MEM_UTIL": "0.5",
+        "VLLM_MAX_NUM_SEQS": "32",
+        "VLLM_MAX_NUM_BATCHED_TOKENS": "1024",
+    }
+    for name, text in legacy.items():
+        monkeypatch.setenv(name, text)
+    settings = Settings()
+    assert settings.cache_dir == tmp_path and settings.cache_ttl_minutes == 15
+    assert (settings.inference_timesteps, settings.gpu_memory_utilization) == (7, 0.5)
+    assert (settings.max_num_seqs, settings.max_num_batched_tokens) == (32, 1024)
+    monkeypatch.setenv("POLYVOX_MAX_NUM_SEQS", "64")  # polyvox's own name wins
+    assert Settings().max_num_seqs == 64

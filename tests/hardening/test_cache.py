@@ -340,3 +340,19 @@ def test_a_cache_directory_that_disappears_degrades_to_misses(cached) -> None:
         assert response.headers["X-Cache"] == "MISS"
         assert pcm_samples(response.content).size == 24000
     assert engine.started_requests == 4
+
+
+def test_the_seed_systems_cache_variables_configure_the_cache(serve, tmp_path, monkeypatch) -> None:
+    directory = tmp_path / "seed-cache"
+    monkeypatch.setenv("AUDIO_CACHE_DIR", str(directory))
+    monkeypatch.setenv("CACHE_TTL_MINUTES", "0.005")  # 0.3 s
+    engine = FakeEngine()
+    url = serve(engine, cache_enabled=True)
+    speak(url)
+    assert len(entries(directory)) == 1
+    assert speak(url).headers["X-Cache"] == "HIT"
+    import time
+
+    time.sleep(0.5)
+    assert speak(url).headers["X-Cache"] == "MISS"
+    assert engine.started_requests == 2
