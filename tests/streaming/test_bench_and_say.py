@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from polyvox.bench.loadgen import Sample, viable
 from polyvox.cli import main
 from polyvox.engines.factory import build_speech_engine
 from polyvox.engines.piecewise import PiecewiseEngine
@@ -35,6 +36,19 @@ def test_bench_stream_reports_time_to_first_audio_and_viability(server, capsys):
     assert 0.0 <= report["streaming_viability"] <= 1.0
     assert report["audio_s_mean"] == PATCHES * 0.16  # pcm: every byte of every stream was counted
     assert len(engine.requests) == 4
+
+
+def test_a_stream_is_viable_only_if_every_chunk_arrives_before_a_real_time_listener_needs_it():
+    # Four equal chunks of a 2 s stream: a listener starting at the first chunk (t=1.0) needs chunk
+    # k at 1.0 + 0.5 k seconds.
+    on_time = Sample(arrivals=[1.0, 1.4, 1.9, 2.5], sizes=[100] * 4, audio_s=2.0)
+    assert viable(on_time)
+    one_late = Sample(arrivals=[1.0, 1.4, 2.1, 2.2], sizes=[100] * 4, audio_s=2.0)
+    assert not viable(one_late)
+    # A big first chunk buys time: the second is needed only after the first's 1.5 s have played.
+    front_loaded = Sample(arrivals=[1.0, 2.4], sizes=[300, 100], audio_s=2.0)
+    assert viable(front_loaded)
+    assert not viable(Sample(arrivals=[1.0], sizes=[0], audio_s=0.0))
 
 
 def test_the_speech_engine_wraps_the_selected_engine_in_the_text_front_end(tmp_path):

@@ -84,6 +84,20 @@ def test_chunked_audio_in_every_format_decodes_at_the_requested_speed(server, fm
     assert abs(samples.size / rate - seconds) <= slack, (fmt, samples.size / rate)
 
 
+@pytest.mark.parametrize("fmt", ["mp3", "opus", "aac", "flac", "wav"])
+def test_sse_deltas_in_every_container_format_join_into_a_file_that_decodes(server, fmt):
+    url, _ = server
+    payload = {"input": TWO_SENTENCES, "response_format": fmt, "stream_format": "sse", "speed": 1.5}
+    response = httpx.post(f"{url}/v1/audio/speech", json=payload, timeout=120)
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+    events = sse_events(response.text)
+    assert [event["type"] for event in events][-1] == "speech.audio.done"
+    samples, rate = decode(b"".join(base64.b64decode(event["audio"]) for event in events[:-1]))
+    assert np.isfinite(samples).all() and np.abs(samples).max() > 0  # (opus decodes at 48 kHz)
+    slack = 0.02 if fmt in ("wav", "flac") else 0.1
+    assert abs(samples.size / rate - 2 * PATCHES * 0.16 / 1.5) <= slack, (fmt, samples.size / rate)
+
+
 @pytest.mark.parametrize("fmt", ["pcm", "wav", "mp3"])
 def test_audio_leaves_once_the_first_patch_is_made_even_at_another_speed(server, fmt):
     """Every generation is held after its first 160 ms patch until the client has received audio.
@@ -158,6 +172,9 @@ def test_four_thousand_characters_of_mixed_text_stream_to_the_end_and_start_earl
     assert [int(r.request_id.rsplit(".", 1)[1]) for r in engine.requests] == list(range(pieces))
     assert done is not None and done["type"] == "speech.audio.done"
     assert done["usage"]["input_tokens"] == sum(len(t) for t in engine.texts)
+    # Every piece speaks with the one frozen prompt of the request's builtin voice.
+    assert len({request.reference.content_hash for request in engine.requests if request.reference}) == 1
+    assert all(request.reference is not None for request in engine.requests)
     audio = b"".join(chunks)
     assert len(audio) == pieces * PATCHES * PATCH_SAMPLES  # every piece, 16-bit at 24 kHz
     spoken = " ".join(engine.texts)
