@@ -138,6 +138,13 @@ def test_with_the_embedded_engine_voices_are_stored_but_cloned_ones_cannot_speak
     error = refused.json()["error"]
     assert (error["param"], error["code"]) == ("voice", "cloning_unsupported")
     assert "cannot clone" in error["message"] and "VoxCPM2" in error["message"]
+    one_off = httpx.post(
+        f"{url}/v1/audio/speech",
+        data={"input": "Hello."},
+        files={"custom_voice_file": ("me.wav", wav_clip())},
+    )
+    assert one_off.status_code == 422
+    assert one_off.json()["error"]["code"] == "cloning_unsupported" and "VoxCPM2" in one_off.text
     builtin = httpx.post(
         f"{url}/v1/audio/speech", json={"input": "Hello.", "voice": "nova", "response_format": "wav"}
     )
