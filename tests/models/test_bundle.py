@@ -1,20 +1,26 @@
 """VoxCPM2 bundle end to end: a checkpoint written by the official package's own classes loads in
-polyvox, and polyvox's `synthesize` gives the official `generate`'s waveform for the same seed."""
+polyvox, polyvox's `synthesize` gives the official `generate`'s waveform for the same seed, and
+`polyvox say` / `polyvox serve` speak with it."""
 
 from __future__ import annotations
 
 import io
 import os
+import socket
 import subprocess
 import sys
+import time
 import wave
 
 import av
+import httpx
 import numpy as np
+import openai
 import pytest
 import torch
 from safetensors.torch import save_file
 
+from helpers.audio import decode
 from helpers.official import build_official_model, lm_state_dict
 from polyvox.models.voxcpm2.bundle import VoxCPM2
 from polyvox.models.voxcpm2.config import VoxCPM2Config
@@ -167,3 +173,48 @@ def test_polyvox_say_speaks_with_a_checkpoint_the_official_code_wrote(official_d
     # at least one 160 ms patch of speech, and not silence
     assert samples.size >= 0.16 * 24000
     assert np.abs(samples.astype(np.float32)).max() > 0
+
+
+def test_polyvox_serve_speaks_48k_with_a_checkpoint_the_official_code_wrote(official_dir, tmp_path):
+    """`polyvox serve --model DIR` on loopback, asked through the official `openai` client."""
+    _, directory = official_dir
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {"POLYVOX_CACHE_ENABLED": "false", "POLYVOX_VOICES_DIR": str(tmp_path / "voices")}
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "polyvox.cli", "serve", "--model", str(directory), "--device", "cpu",
+             "--host", "127.0.0.1", "--port", str(port)],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **env},
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            try:
+                if httpx.get(f"{url}/ready").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, "server never became ready"
+            time.sleep(0.2)
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", timeout=240)
+        assert "voxcpm2" in {m.id for m in client.models.list()}
+        bodies = [
+            client.audio.speech.create(
+                model="tts-1", voice="alloy", input=TEXT, response_format="wav",
+                extra_body={"sample_rate": 48000, "seed": 4},
+            ).content
+            for _ in range(2)
+        ]  # fmt: skip
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    samples, rate = decode(bodies[0])
+    assert rate == 48000
+    assert samples.size >= PATCH_SAMPLES and samples.size % PATCH_SAMPLES == 0  # whole 160 ms patches
+    assert np.abs(samples).max() > 1e-3
+    np.testing.assert_array_equal(decode(bodies[1])[0], samples)  # same seed, same speech
