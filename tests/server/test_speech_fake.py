@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import math
+import threading
 import wave
 
 import httpx
@@ -213,3 +214,30 @@ def test_pcm_is_16_bit_little_endian(serve) -> None:
         httpx.post(f"{url}{SPEECH}", json={"input": TEXT, "response_format": "pcm"}).content
     )
     assert 0.25 < float(abs(samples).max()) < 0.35  # the tone's amplitude is 0.3
+
+
+@pytest.mark.parametrize("fmt", ["mp3", "opus", "aac", "flac", "wav", "pcm"])
+@pytest.mark.parametrize("stream_format", ["audio", "sse"])
+def test_first_bytes_arrive_while_the_rest_is_still_being_made(serve, fmt: str, stream_format: str) -> None:
+    """The engine stops after 0.5 s of a 2 s utterance until the client has its first bytes: a server
+    that held audio back would time out here."""
+    gate = threading.Event()
+    engine = FakeEngine(hold_gate=gate, hold_after_s=0.5)
+    url = serve(engine)
+    body = {"input": TEXT * 2, "response_format": fmt, "stream_format": stream_format}
+    try:
+        with httpx.stream("POST", f"{url}{SPEECH}", json=body, timeout=10) as response:
+            assert response.status_code == 200
+            parts = response.iter_bytes()
+            first = next(part for part in parts if part)
+            assert engine.active == 1  # still generating: the rest is not made yet
+            gate.set()
+            rest = b"".join(parts)
+    finally:
+        gate.set()
+    data = first + rest
+    if stream_format == "sse":
+        events = [json.loads(line[6:]) for line in data.decode().splitlines() if line.startswith("data: ")]
+        assert events[-1]["type"] == "speech.audio.done"
+        data = b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
+    assert duration(data, fmt) == pytest.approx(2.0, abs=0.15)

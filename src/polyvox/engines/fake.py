@@ -23,7 +23,8 @@ class FakeEngine:
     Text containing `fail_marker` raises `EngineError` mid-stream; text containing
     `reject_marker` is refused by `validate` with an `EngineInputError`. `chunk_delay_s` sleeps
     between chunks (a slow engine); `ready_gate`, when given, holds `start()` until it is set;
-    `generate_gate` holds every generation before its first chunk until it is set.
+    `generate_gate` holds every generation before its first chunk until it is set; `hold_gate` holds
+    it after `hold_after_s` seconds of audio until it is set.
     """
 
     def __init__(
@@ -35,6 +36,8 @@ class FakeEngine:
         native_speed: bool = False,
         ready_gate: threading.Event | None = None,
         generate_gate: threading.Event | None = None,
+        hold_gate: threading.Event | None = None,
+        hold_after_s: float = 0.0,
         fail_marker: str = "[fail]",
         reject_marker: str = "[reject]",
         voices: tuple[str, ...] | None = None,
@@ -53,6 +56,8 @@ class FakeEngine:
         self.chunk_delay_s = chunk_delay_s
         self.ready_gate = ready_gate
         self.generate_gate = generate_gate
+        self.hold_gate = hold_gate
+        self.hold_after_s = hold_after_s
         self.fail_marker = fail_marker
         self.reject_marker = reject_marker
         self.active = 0
@@ -99,6 +104,9 @@ class FakeEngine:
             while self.generate_gate is not None and not self.generate_gate.is_set():
                 await asyncio.sleep(0.01)
             for start in range(0, total, step):
+                if self.hold_gate is not None and start >= self.hold_after_s * rate:
+                    while not self.hold_gate.is_set():
+                        await asyncio.sleep(0.01)
                 if self.chunk_delay_s:
                     await asyncio.sleep(self.chunk_delay_s)
                 else:
