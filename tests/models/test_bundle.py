@@ -127,6 +127,35 @@ def test_continuation_waveform_matches_official(official_dir, ours):
     np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
 
 
+def test_reference_plus_continuation_waveform_matches_official(official_dir, ours):
+    model, directory = official_dir
+    ref, prompt = directory / "ref.wav", directory / "prompt.wav"
+    expected = _official_wave(
+        model, seed=8, reference_wav_path=str(ref), prompt_wav_path=str(prompt), prompt_text=PROMPT_TEXT
+    )
+    got = ours.synthesize(
+        TEXT,
+        reference=ref.read_bytes(),
+        prompt_text=PROMPT_TEXT,
+        prompt_audio=prompt.read_bytes(),
+        seed=8,
+        **GEN,
+    )
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+
+
+def test_voice_design_waveform_matches_official(official_dir, ours):
+    model, _ = official_dir
+    torch.manual_seed(6)
+    expected = model.generate(target_text=f"(A calm, warm voice){TEXT}", **GEN)[0].numpy()
+    got = ours.synthesize(TEXT, instructions="A calm, warm voice", seed=6, **GEN)
+    zero_shot = ours.synthesize(TEXT, seed=6, **GEN)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+    assert got.shape != zero_shot.shape or np.abs(got - zero_shot).max() > 1e-2  # the description was used
+
+
 @pytest.mark.parametrize("mode", ["zero_shot", "continuation"])
 def test_streamed_160ms_chunks_join_into_the_full_synthesis(official_dir, ours, mode):
     prompt = {} if mode == "zero_shot" else {"prompt_text": PROMPT_TEXT, "prompt_audio": _wav_bytes(0.5)}
