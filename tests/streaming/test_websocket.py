@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
@@ -186,3 +187,23 @@ def test_needs_an_api_key_when_the_server_has_keys(tiny_server):
     assert json.loads(refused.value.response.body)["error"]["code"] == "invalid_api_key"
     with connect(ws_url(url), additional_headers={"Authorization": "Bearer sesame"}) as ws:
         configure(ws)
+
+
+def test_a_segment_that_finds_the_server_full_fails_alone_and_the_session_goes_on(tiny_server):
+    url, engine = tiny_server(max_concurrent_requests=1, max_queue=0)
+    engine.hold = lambda request: "hog" in request.text
+    payload = {"input": "The hog holds the only slot.", "response_format": "pcm"}
+    with ThreadPoolExecutor(1) as pool:
+        hog = pool.submit(httpx.post, f"{url}/v1/audio/speech", json=payload, timeout=120)
+        poll_until(lambda: engine.requests, "the hog is generating")
+        with connect(ws_url(url)) as ws:
+            configure(ws)
+            ws.send(json.dumps({"type": "text", "text": "No room for me.\n"}))
+            refused = until(ws, "error")[-1]
+            assert refused["segment"] == 0 and refused["error"]["code"] == "rate_limit_exceeded"
+            engine.release.set()
+            assert hog.result().status_code == 200
+            ws.send(json.dumps({"type": "text", "text": "Room at last.\n"}))
+            start, audio, _ = segment(until(ws, "segment.done"))
+            assert (start["segment"], start["text"]) == (1, "Room at last.")
+            assert len(audio) == SEGMENT_BYTES
