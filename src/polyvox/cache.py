@@ -77,14 +77,18 @@ def engine_fingerprint(engine: Engine) -> str:
 def cache_key(
     engine_print: str, request: SynthesisRequest, voice_fingerprint: str | None = None, **extra: object
 ) -> str:
-    """The hex key of a request: the engine fingerprint, the normalised text, the voice (its name and,
-    when known, its prompt's content hash) and every other field of the request but its id."""
+    """The hex key of a request: the engine fingerprint, the normalised text, the voice and every other
+    field of the request but its id. A voice with a prompt is keyed by the prompt's content hash alone,
+    never its name (two names for one clip share entries; a re-recorded voice never hits old audio);
+    only a voice without a prompt (the embedded engine's styles) is keyed by its name."""
     fields = {
         f.name: getattr(request, f.name)
         for f in dataclasses.fields(request)
         if f.name not in ("request_id", "reference", "text")
     }
     ref = request.reference
+    if voice_fingerprint is not None or ref is not None:
+        fields.pop("voice", None)
     payload = {
         "format": CACHE_FORMAT,
         "engine": engine_print,
