@@ -1,0 +1,55 @@
+"""A failed engine step fails only the requests it was running; requests waiting their turn, and the
+ones after, are served, and every KV block comes back."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from helpers.server import running_server
+from polyvox.engine.config import EngineConfig
+from polyvox.engines.voxcpm2 import VoxCPM2Engine
+from polyvox.models.voxcpm2.bundle import VoxCPM2
+from polyvox.server.app import create_app
+from polyvox.settings import Settings
+
+
+@pytest.fixture(scope="module")
+def model() -> VoxCPM2:
+    return VoxCPM2.random("tiny", device="cpu", dtype="float32")
+
+
+def test_a_failed_step_fails_its_batch_and_the_waiting_requests_are_served(model):
+    engine = VoxCPM2Engine(model, EngineConfig(max_num_seqs=2, num_kv_blocks=512), max_patches=6)
+    with running_server(create_app(Settings(max_concurrent_requests=8), engine)) as url:
+        runner = engine._engine.engine.runner
+        real_run = runner.run
+        failed_batch: list[set[str]] = []
+
+        def faulty_run(chunks):
+            generating = [c for c in chunks if c.seq.patches]
+            if not failed_batch and len(generating) == 2:  # both batch rows are mid-generation
+                failed_batch.append({c.seq.request_id for c in chunks})
+                raise RuntimeError("injected device fault")
+            return real_run(chunks)
+
+        runner.run = faulty_run
+
+        async def main():
+            async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+                bodies = [{"input": f"Request {i} of four.", "response_format": "pcm"} for i in range(4)]
+                return await asyncio.gather(*(client.post("/v1/audio/speech", json=b) for b in bodies))
+
+        answers = asyncio.run(main())
+        statuses = sorted(a.status_code for a in answers)
+        assert statuses == [200, 200, 500, 500]  # the two in the failed step; the two waiting are served
+        six_patches = 6 * 0.16 * 24000 * 2  # bytes of 16-bit pcm at 24 kHz
+        assert all(
+            abs(len(a.content) - six_patches) < 0.05 * six_patches for a in answers if a.status_code == 200
+        )
+        assert all(a.json()["error"]["type"] == "server_error" for a in answers if a.status_code == 500)
+        assert len(failed_batch[0]) == 2
+        assert httpx.get(f"{url}/ready").status_code == 200
+        assert engine.stats().kv_blocks_used == 0 and engine.stats().running == 0
