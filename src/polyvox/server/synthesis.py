@@ -160,7 +160,10 @@ class SpeechService:
             )
         if not self.engine.ready:
             raise APIError(
-                503, "the engine is still starting", code="engine_not_ready", headers={"Retry-After": "5"}
+                503,
+                "the engine is not ready (starting, or restarting after a failure: GET /ready says which)",
+                code="engine_not_ready",
+                headers={"Retry-After": "5"},
             )
         text = _CONTROL_CHARS.sub(" ", body.input)
         if not text.strip():
