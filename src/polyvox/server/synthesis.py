@@ -1,94 +1,45 @@
 """Turns a validated speech request into encoded audio: shapes the engine request, takes an
 admission slot, drives the engine's chunks through the OutputPipeline off the event loop, and
-counts what it produced. Routes stay thin; everything a speech route does happens here."""
+counts what it produced. Routes stay thin; everything a speech route does happens here (the job
+itself is `speech_job`, cache rules `speech_cache`, audio shaping `output`, disconnects `disconnect`)."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import logging
-import math
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TypeVar
+from collections.abc import AsyncIterator, Callable
 
 import anyio
 import numpy as np
 from starlette.requests import Request
 
 from polyvox.audio import formats
-from polyvox.audio.encode import wav_header
 from polyvox.audio.errors import UnsupportedFormat
 from polyvox.audio.pipeline import OutputPipeline
-from polyvox.cache import AudioCache, CachedAudio, cache_key, engine_fingerprint, open_cache
-from polyvox.engines.base import OPENAI_VOICES, Engine, EngineInfo, ReferenceAudio, SynthesisRequest
+from polyvox.cache import open_cache
+from polyvox.engines.base import OPENAI_VOICES, Engine, ReferenceAudio, SynthesisRequest
 from polyvox.server.admission import Admission, Overloaded
+from polyvox.server.disconnect import ClientGone as ClientGone
+from polyvox.server.disconnect import until_disconnect
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.lifecycle import Lifecycle
 from polyvox.server.metrics import Metrics
-from polyvox.server.protocol import SpeechRequest, SpeechUsage
+from polyvox.server.output import cached_chunks, complete_file, split_speed
+from polyvox.server.protocol import SpeechRequest
+from polyvox.server.speech_cache import SpeechCache
+from polyvox.server.speech_job import SpeechJob
 from polyvox.settings import Settings
 from polyvox.voices.errors import VoiceNotFound
 from polyvox.voices.registry import ResolvedVoice, VoiceRegistry
 
-T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-# Usage accounting for SSE `speech.audio.done`: input tokens are the characters spoken, as the text
-# front end prepared them (engines do not share a tokenizer); without a front end, characters of
-# input. Output tokens are 20 ms audio frames, i.e. 50 per second of audio.
-OUTPUT_TOKENS_PER_SECOND = 50
 # Control characters (NUL, escape...) are spoken as spaces: no engine should ever see them.
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-# Cached audio is fed to the OutputPipeline in pieces of this length, so hits stream like misses.
-CACHED_CHUNK_S = 0.5
-
-
-class ClientGone(Exception):
-    """The client disconnected before its answer was ready."""
-
-
-@dataclass
-class SpeechJob:
-    """One speech request, ready to run: the engine request and how its audio is to be delivered."""
-
-    request: SynthesisRequest
-    fmt: formats.AudioFormat
-    out_rate: int
-    pipeline_speed: float
-    stream: bool
-    received_at: float = field(default_factory=time.perf_counter)
-    audio_seconds: float = 0.0
-    cache_status: str = "DISABLED"  # X-Cache: HIT, MISS, BYPASS, ADHOC or DISABLED
-    cache_key: str | None = None
-    cached: CachedAudio | None = None
-    admitted: bool = False
-    spoken_chars: int | None = None  # characters the text front end handed the engine, when it ran
-
-    @property
-    def route(self) -> str:
-        """X-Route: CACHE (served from the cache), ADHOC (one-off clone) or HOT (the engine)."""
-        if self.cached is not None:
-            return "CACHE"
-        return "ADHOC" if self.cache_status == "ADHOC" else "HOT"
-
-    def cache_headers(self) -> dict[str, str]:
-        return {"X-Cache": self.cache_status, "X-Route": self.route}
-
-    @property
-    def content_type(self) -> str:
-        return self.fmt.content_type(self.out_rate)
-
-    def usage(self) -> SpeechUsage:
-        input_tokens = len(self.request.text) if self.spoken_chars is None else self.spoken_chars
-        # Rounded first: seconds summed chunk by chunk carry float error (0.96 s must not count 49 frames).
-        output_tokens = math.ceil(round(self.audio_seconds * OUTPUT_TOKENS_PER_SECOND, 6))
-        return SpeechUsage(
-            input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=input_tokens + output_tokens
-        )
 
 
 class SpeechService:
@@ -101,9 +52,9 @@ class SpeechService:
         self.settings = settings
         self.metrics = metrics
         self.lifecycle = lifecycle or Lifecycle()
-        self.cache: AudioCache | None = None
+        store = None
         if settings.cache_enabled:
-            self.cache = open_cache(
+            store = open_cache(
                 settings.cache_dir,
                 settings.cache_max_bytes,
                 settings.cache_ttl_minutes,
@@ -119,6 +70,7 @@ class SpeechService:
         )
         # Encoding and resampling threads, bounded apart from anyio's shared default pool.
         self.limiter = anyio.CapacityLimiter(max(4, settings.max_concurrent_requests))
+        self.cache = SpeechCache(store, metrics, self.limiter)
 
     def voices(self) -> list[str]:
         """OpenAI's voice names, any the engine adds, then registered and uploaded voices."""
@@ -205,28 +157,23 @@ class SpeechService:
         )
         self.engine.validate(request)
         job = SpeechJob(request, fmt, out_rate, pipeline_speed, stream)
-        if reference is not None:
-            job.cache_status = "ADHOC"
-        elif self.cache is None:
-            job.cache_status = "DISABLED"
-        elif no_cache or not body.cache:
-            job.cache_status = "BYPASS"
-        else:
-            job.cache_status = "MISS"
-            if voice is not None:
-                voice_print = voice.voice_prompt_hash
-            else:
-                voice_print = self.voice_fingerprint(body.voice) if self.voice_fingerprint else None
-            job.cache_key = cache_key(engine_fingerprint(self.engine), request, voice_print)
+        self.cache.assign(
+            job,
+            self.engine,
+            adhoc=reference is not None,
+            bypass=no_cache or not body.cache,
+            voice_print=lambda: self._voice_print(body.voice, voice),
+        )
         return job
+
+    def _voice_print(self, name: str, voice: ResolvedVoice | None) -> str | None:
+        if voice is not None:
+            return voice.voice_prompt_hash
+        return self.voice_fingerprint(name) if self.voice_fingerprint else None
 
     async def lookup(self, job: SpeechJob) -> None:
         """Look the job up in the cache (off the event loop); a hit makes it HIT and holds the audio."""
-        if self.cache is not None and job.cache_key is not None:
-            job.cached = await anyio.to_thread.run_sync(self.cache.get, job.cache_key, limiter=self.limiter)
-            if job.cached is not None:
-                job.cache_status = "HIT"
-        self.metrics.cache_lookups.labels(result=job.cache_status.lower()).inc()
+        await self.cache.lookup(job)
         self._log_request(job)
 
     def _log_request(self, job: SpeechJob) -> None:
@@ -279,7 +226,7 @@ class SpeechService:
             OutputPipeline, in_rate, job.out_rate, job.fmt, job.pipeline_speed
         )
         if job.cached is not None:
-            chunks = _cached_chunks(job.cached)
+            chunks = cached_chunks(job.cached)
         else:
             chunks = aiter(self.engine.generate(job.request))
             self.metrics.input_chars.inc(len(job.request.text))
@@ -309,7 +256,7 @@ class SpeechService:
                     yield data
             job.spoken_chars = getattr(chunks, "characters", None)
             if keep is not None:
-                await self._store(job, keep, in_rate)
+                await self.cache.put(job, keep, in_rate)
             tail = await anyio.to_thread.run_sync(pipeline.finish, limiter=self.limiter)
             if tail:
                 if first:
@@ -319,16 +266,6 @@ class SpeechService:
             aclose = getattr(chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
-
-    async def _store(self, job: SpeechJob, parts: list[np.ndarray], rate: int) -> None:
-        """Cache a finished synthesis; a failure to store is logged by the cache, never raised."""
-        if self.cache is None or job.cache_key is None or not parts:
-            return
-        samples = np.concatenate(parts)
-        try:
-            await anyio.to_thread.run_sync(self.cache.put, job.cache_key, samples, rate, limiter=self.limiter)
-        except Exception:
-            log.exception("audio cache store failed for request %s", job.request.request_id)
 
     def _observe_ttfa(self, job: SpeechJob) -> None:
         self.metrics.ttfa.labels(stream=str(job.stream).lower()).observe(
@@ -340,49 +277,5 @@ class SpeechService:
         return complete_file(b"".join([piece async for piece in self.audio(job)]), job.fmt, job.out_rate)
 
 
-async def _cached_chunks(cached: CachedAudio) -> AsyncIterator[np.ndarray]:
-    step = max(1, round(CACHED_CHUNK_S * cached.sample_rate))
-    for start in range(0, cached.samples.size, step):
-        yield cached.samples[start : start + step]
-
-
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def split_speed(info: EngineInfo, speed: float) -> tuple[float, float]:
-    """(engine speed, pipeline speed) whose product is `speed`: engines with native speed apply it
-    (up to `info.extra["max_native_speed"]`), the OutputPipeline time-stretches the rest."""
-    engine_speed = min(speed, float(info.extra.get("max_native_speed", "inf"))) if info.native_speed else 1.0
-    return engine_speed, speed / engine_speed
-
-
-def complete_file(data: bytes, fmt: formats.AudioFormat, sample_rate: int) -> bytes:
-    """A whole stream-encoded file made exact: WAV gets its real sizes instead of the streaming ones."""
-    if fmt.name == "wav" and len(data) >= 44:
-        return wav_header(sample_rate, (len(data) - 44) // 2) + data[44:]
-    return data
-
-
-async def wait_for_disconnect(request: Request) -> None:
-    """Returns when the client has gone (call only once the request body has been read)."""
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
-
-
-async def until_disconnect(request: Request, work: Awaitable[T]) -> T:
-    """Run `work`, cancelling it and raising ClientGone if the client disconnects first."""
-    task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(wait_for_disconnect(request))
-    try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if not task.done():
-            task.cancel()
-        watcher.cancel()
-    if task.cancelled() or not task.done():
-        await asyncio.gather(task, return_exceptions=True)
-        raise ClientGone()
-    return task.result()

@@ -1,0 +1,65 @@
+"""The audio cache as speech requests use it: whether a request may use it (its X-Cache status), the
+key it is stored under, and lookups and stores in worker threads, off the event loop."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import anyio
+import numpy as np
+
+from polyvox.cache import AudioCache, cache_key, engine_fingerprint
+from polyvox.engines.base import Engine
+from polyvox.server.metrics import Metrics
+from polyvox.server.speech_job import SpeechJob
+
+log = logging.getLogger(__name__)
+
+
+class SpeechCache:
+    """An `AudioCache` (None when caching is off) behind the speech path's rules for using it."""
+
+    def __init__(self, store: AudioCache | None, metrics: Metrics, limiter: anyio.CapacityLimiter):
+        self.store = store
+        self.metrics = metrics
+        self.limiter = limiter
+
+    def assign(
+        self,
+        job: SpeechJob,
+        engine: Engine,
+        *,
+        adhoc: bool,
+        bypass: bool,
+        voice_print: Callable[[], str | None],
+    ) -> None:
+        """Set the job's X-Cache status: ADHOC for a one-off clone, DISABLED, BYPASS when the client
+        asked, else MISS with the key of its engine, request and voice (`voice_print()`)."""
+        if adhoc:
+            job.cache_status = "ADHOC"
+        elif self.store is None:
+            job.cache_status = "DISABLED"
+        elif bypass:
+            job.cache_status = "BYPASS"
+        else:
+            job.cache_status = "MISS"
+            job.cache_key = cache_key(engine_fingerprint(engine), job.request, voice_print())
+
+    async def lookup(self, job: SpeechJob) -> None:
+        """Look the job up (off the event loop); a hit makes it HIT and holds the audio."""
+        if self.store is not None and job.cache_key is not None:
+            job.cached = await anyio.to_thread.run_sync(self.store.get, job.cache_key, limiter=self.limiter)
+            if job.cached is not None:
+                job.cache_status = "HIT"
+        self.metrics.cache_lookups.labels(result=job.cache_status.lower()).inc()
+
+    async def put(self, job: SpeechJob, parts: list[np.ndarray], rate: int) -> None:
+        """Cache a finished synthesis; a failure to store is logged by the cache, never raised."""
+        if self.store is None or job.cache_key is None or not parts:
+            return
+        samples = np.concatenate(parts)
+        try:
+            await anyio.to_thread.run_sync(self.store.put, job.cache_key, samples, rate, limiter=self.limiter)
+        except Exception:
+            log.exception("audio cache store failed for request %s", job.request.request_id)
