@@ -1,9 +1,7 @@
-import io
-
-import av
 import numpy as np
 import pytest
 
+from helpers.clips import pyav_file
 from polyvox.audio import AudioDecodeError, audio_duration, decode_audio, encode_audio
 
 from .signals import TONE_HZ, dominant_frequency, tone
@@ -14,16 +12,7 @@ def stereo_wav_44k(seconds: float) -> bytes:
     rate = 44100
     left = tone(seconds, rate)
     planes = np.stack([left, np.zeros_like(left)])
-    buffer = io.BytesIO()
-    with av.open(buffer, "w", format="wav") as container:
-        stream = container.add_stream("pcm_s16le", rate=rate, layout="stereo")
-        frame = av.AudioFrame.from_ndarray(planes, format="fltp", layout="stereo")
-        frame.sample_rate = rate
-        for packet in stream.encode(frame):
-            container.mux(packet)
-        for packet in stream.encode(None):
-            container.mux(packet)
-    return buffer.getvalue()
+    return pyav_file(planes, rate, "wav", "pcm_s16le", "stereo", "fltp")
 
 
 def test_stereo_44k_is_downmixed_and_resampled():

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from helpers.asr import transcribe, word_error_rate
+from helpers.engines import EngineWrapper
 from polyvox.engines.base import Engine, SynthesisRequest
 from polyvox.engines.embedded import EmbeddedEngine
 from polyvox.engines.errors import EngineError, EngineInputError
@@ -28,27 +29,13 @@ FOUR_SENTENCES = (
 )
 
 
-class Recorder:
+class Recorder(EngineWrapper):
     """An Engine wrapper that logs ("start" | "chunk" | "end" | "closed", piece index) per inner piece."""
 
     def __init__(self, inner: Engine, events: list[tuple[str, int]]):
-        self.inner = inner
-        self.info = inner.info
+        super().__init__(inner)
         self.events = events
         self.audio: dict[int, list[np.ndarray]] = {}
-
-    @property
-    def ready(self) -> bool:
-        return self.inner.ready
-
-    async def start(self) -> None:
-        await self.inner.start()
-
-    async def stop(self) -> None:
-        await self.inner.stop()
-
-    def validate(self, request: SynthesisRequest) -> None:
-        self.inner.validate(request)
 
     async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
         index = int(request.request_id.rsplit(".", 1)[1])

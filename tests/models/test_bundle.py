@@ -4,13 +4,11 @@ polyvox, polyvox's `synthesize` gives the official `generate`'s waveform for the
 
 from __future__ import annotations
 
-import io
 import os
 import socket
 import subprocess
 import sys
 import time
-import wave
 
 import av
 import httpx
@@ -21,6 +19,7 @@ import torch
 from safetensors.torch import save_file
 
 from helpers.audio import decode
+from helpers.clips import pyav_file, wav_bytes
 from helpers.official import build_official_model, lm_state_dict
 from polyvox.models.voxcpm2.bundle import VoxCPM2
 from polyvox.models.voxcpm2.config import VoxCPM2Config
@@ -36,31 +35,14 @@ GEN = dict(max_len=6, min_len=2, inference_timesteps=4, cfg_value=2.0)
 def _wav_bytes(seconds: float, rate: int = 16000, freq: float = 220.0, seed: int = 0) -> bytes:
     t = np.arange(int(seconds * rate)) / rate
     x = 0.3 * np.sin(2 * np.pi * freq * t) + 0.05 * np.random.default_rng(seed).standard_normal(t.shape)
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes((np.clip(x, -1, 1) * 32767).astype("<i2").tobytes())
-    return buf.getvalue()
+    return wav_bytes(x, rate)
 
 
 def _flac_stereo_44k(seconds: float) -> bytes:
     rate = 44100
     t = np.arange(int(seconds * rate)) / rate
     tone = (0.3 * np.sin(2 * np.pi * 330 * t)).astype(np.float32)
-    buf = io.BytesIO()
-    with av.open(buf, "w", format="flac") as out:
-        stream = out.add_stream("flac", rate=rate, layout="stereo")
-        frame = av.AudioFrame.from_ndarray(
-            np.stack([tone, tone]).reshape(1, -1), format="flt", layout="stereo"
-        )
-        frame.sample_rate = rate
-        for packet in stream.encode(frame):
-            out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
-    return buf.getvalue()
+    return pyav_file(np.stack([tone, tone]).reshape(1, -1), rate, "flac", "flac", "stereo", "flt")
 
 
 @pytest.fixture(scope="module")

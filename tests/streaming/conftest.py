@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import threading
 import time
-import wave
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from helpers.clips import wav_bytes
+from helpers.engines import EngineWrapper
 from helpers.server import running_server
 from polyvox.engine.config import EngineConfig
 from polyvox.engines.base import SynthesisRequest
@@ -34,12 +34,11 @@ LONG_WORD = "marathon"
 LONG_PATCHES = 300
 
 
-class Forced:
+class Forced(EngineWrapper):
     """The VoxCPM2 engine with fixed generation lengths, a log of requests, and an optional hold."""
 
     def __init__(self, inner: VoxCPM2Engine):
-        self.inner = inner
-        self.info = inner.info
+        super().__init__(inner)
         self.requests: list[SynthesisRequest] = []
         self.hold: Callable[[SynthesisRequest], bool] | None = None
         self.hold_after_first_chunk = False
@@ -48,19 +47,6 @@ class Forced:
     @property
     def texts(self) -> list[str]:
         return [request.text for request in self.requests]
-
-    @property
-    def ready(self) -> bool:
-        return self.inner.ready
-
-    async def start(self) -> None:
-        await self.inner.start()
-
-    async def stop(self) -> None:
-        await self.inner.stop()
-
-    def validate(self, request: SynthesisRequest) -> None:
-        self.inner.validate(request)
 
     async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
         self.requests.append(request)
@@ -136,11 +122,4 @@ def poll_until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0
 
 def tone_wav(seconds: float = 1.0, rate: int = 16000) -> bytes:
     t = np.arange(int(seconds * rate)) / rate
-    pcm = (0.3 * np.sin(2 * np.pi * 180 * t) * 32767).astype("<i2")
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        out.writeframes(pcm.tobytes())
-    return buffer.getvalue()
+    return wav_bytes(0.3 * np.sin(2 * np.pi * 180 * t), rate)
