@@ -11,7 +11,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import anyio
 import numpy as np
@@ -60,9 +60,6 @@ class SpeechService:
                 settings.cache_ttl_minutes,
                 metrics.cache_changed,
             )
-        # Set by the voice registry: a content hash of a named voice's prompt, so the cache never
-        # serves audio of a voice that has since changed.
-        self.voice_fingerprint: Callable[[str], str | None] | None = None
         # Builtin, registered and uploaded voices (set by create_app); None: the engine's own names only.
         self.voice_registry: VoiceRegistry | None = None
         self.admission = Admission(
@@ -162,14 +159,9 @@ class SpeechService:
             self.engine,
             adhoc=reference is not None,
             bypass=no_cache or not body.cache,
-            voice_print=lambda: self._voice_print(body.voice, voice),
+            voice_print=lambda: voice.voice_prompt_hash if voice is not None else None,
         )
         return job
-
-    def _voice_print(self, name: str, voice: ResolvedVoice | None) -> str | None:
-        if voice is not None:
-            return voice.voice_prompt_hash
-        return self.voice_fingerprint(name) if self.voice_fingerprint else None
 
     async def lookup(self, job: SpeechJob) -> None:
         """Look the job up in the cache (off the event loop); a hit makes it HIT and holds the audio."""

@@ -8,6 +8,7 @@ here, once."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -99,19 +100,7 @@ def _display_name(info: VoiceInfo) -> str:
 
 
 def _detail(info: VoiceInfo) -> VoiceDetail:
-    return VoiceDetail(
-        id=info.id,
-        name=_display_name(info),
-        source=info.source,
-        description=info.description,
-        transcript=info.transcript,
-        duration_s=info.duration_s,
-        voice_prompt_hash=info.voice_prompt_hash,
-        cfg_value=info.cfg_value,
-        inference_timesteps=info.inference_timesteps,
-        consent=info.consent,
-        created=info.created,
-    )
+    return VoiceDetail(**dataclasses.asdict(info), name=_display_name(info))
 
 
 @router.get("/v1/audio/voices", response_model=WebUIVoiceList)
