@@ -71,7 +71,10 @@ def test_sse_events_decode(embedded_url: str) -> None:
     assert done is not None and done["type"] == "speech.audio.done"
     samples, rate = decode(b"".join(deltas))
     assert rate == 24000
-    assert done["usage"]["output_tokens"] == pytest.approx(samples.size / rate * 50, abs=3)
+    # A streamed MP3 carries the encoder's delay (1105 samples) and pads its last frame (< 1152), so
+    # the decoded audio is the spoken audio plus at most 2257 samples (4.7 output tokens at 50/s).
+    extra_tokens = samples.size / rate * 50 - done["usage"]["output_tokens"]
+    assert -1 <= extra_tokens <= 2257 / rate * 50 + 1
 
 
 def test_speed_changes_duration(embedded_url: str) -> None:
