@@ -135,6 +135,11 @@ def test_disconnecting_while_queued_leaves_the_queue(serve) -> None:
     async def scenario() -> None:
         async with httpx.AsyncClient(base_url=url, timeout=60) as client:
             running = asyncio.create_task(client.post(SPEECH, json={"input": "first"}))
+
+            async def started() -> bool:
+                return gauges(await ascrape(client, url)) == (1, 0) and engine.started_requests == 1
+
+            await wait_until(started, "the first request running")  # so "second" is the one queued
             queued = asyncio.create_task(client.post(SPEECH, json={"input": "second"}))
 
             async def full() -> bool:
