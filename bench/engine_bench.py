@@ -14,6 +14,7 @@ pydantic (the model config); run with PYTHONPATH=src if polyvox is not installed
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import platform
 import statistics
@@ -107,6 +108,61 @@ def run_burst(engine: LLMEngine, prompts, patches: int, timesteps: int, device) 
     }
 
 
+def run_closed_loop(
+    engine: LLMEngine, make, concurrency: int, total: int, patches: int, timesteps: int, device
+):
+    """Requests keep arriving: `concurrency` are in flight and each one that finishes is replaced at
+    once, until `total` have run. Lengths vary (half to all of `patches`), so arrivals land in
+    running batches — the workload where a prefill policy matters. Gaps are between one stream's
+    successive chunks; a stream stalls when a chunk arrives after a real-time listener needed it."""
+    sync(device)
+    t0 = time.perf_counter()
+    lengths = [patches // 2 + (i * 7) % (patches - patches // 2 + 1) for i in range(total)]
+    arrived: dict[int, float] = {}
+    chunks: dict[int, list[float]] = {}
+    seqs = []
+
+    def arrive() -> None:
+        i = len(seqs)
+        params = SamplingParams(seed=i, min_len=lengths[i], max_len=lengths[i], inference_timesteps=timesteps)
+        seq = engine.add_request(make(i), params)
+        seqs.append(seq)
+        arrived[seq.seq_id] = time.perf_counter() - t0
+        chunks[seq.seq_id] = []
+
+    while len(seqs) < min(concurrency, total):
+        arrive()
+    while engine.has_work():
+        outs = engine.step()
+        now = time.perf_counter() - t0
+        for o in outs:
+            chunks[o.seq_id].append(now)
+            if o.finished and len(seqs) < total:
+                arrive()
+    wall = time.perf_counter() - t0
+    ttfa = sorted(chunks[s][0] - arrived[s] for s in chunks)
+    gaps = sorted(b - a for times in chunks.values() for a, b in itertools.pairwise(times))
+    stalled = sum(any(t > times[0] + i * PATCH_S for i, t in enumerate(times)) for times in chunks.values())
+
+    def pct(values, q):
+        return values[min(len(values) - 1, int(q * len(values)))]
+
+    return {
+        "workload": "closed",
+        "prefill_policy": engine.config.prefill_policy,
+        "concurrency": concurrency,
+        "requests": total,
+        "wall_s": round(wall, 3),
+        "audio_s_per_s": round(sum(lengths) * PATCH_S / wall, 2),
+        "ttfa_p50_s": round(statistics.median(ttfa), 4),
+        "ttfa_p95_s": round(pct(ttfa, 0.95), 4),
+        "gap_p50_ms": round(1000 * statistics.median(gaps), 1),
+        "gap_p99_ms": round(1000 * pct(gaps, 0.99), 1),
+        "gap_max_ms": round(1000 * gaps[-1], 1),
+        "stalled_streams": stalled,
+    }
+
+
 def check(device: torch.device) -> dict:
     """Correctness on this device (tiny, fp32): batched vs alone, CUDA graphs vs eager, vs the batch-1
     generator. Returns the largest latent differences."""
@@ -162,6 +218,15 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--num-kv-blocks", type=int, default=None)
     ap.add_argument("--no-cuda-graphs", action="store_true")
     ap.add_argument("--no-audio", action="store_true", help="skip the VAE decode (LM side only)")
+    ap.add_argument("--prefill-policy", choices=["mixed", "separate"], default="mixed")
+    ap.add_argument("--attention", choices=["auto", "sdpa", "flash"], default="auto")
+    ap.add_argument(
+        "--closed-loop",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead of bursts: keep C requests in flight, replacing each that ends, until N have run",
+    )
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--check", action="store_true", help="first check batched/graph outputs on this device")
     ap.add_argument("--phases", action="store_true", help="time each phase of a step (adds syncs)")
@@ -187,6 +252,7 @@ def main(argv: list[str] | None = None) -> dict:
         "timesteps": args.timesteps,
         "cuda_graphs": device.type == "cuda" and not args.no_cuda_graphs,
         "audio_decode": not args.no_audio,
+        "prefill_policy": args.prefill_policy,
     }
     if args.check:
         results["check_max_latent_diff"] = check(device)
@@ -200,9 +266,12 @@ def main(argv: list[str] | None = None) -> dict:
         cuda_graphs=not args.no_cuda_graphs,
         decode_audio=not args.no_audio,
         max_graph_batch=max(concurrencies),
+        prefill_policy=args.prefill_policy,
+        attention_backend=args.attention,
     )
     engine = LLMEngine(lm, vae, config, engine_config, device, dtype)
     results["kv_blocks"] = engine.block_manager.num_blocks
+    results["attention_backend"] = engine.runner.attention_backend
     prompt_tokens = len(make_prompt(config, 0, args.text_repeats))
     results["prompt_tokens"] = prompt_tokens
     print(json.dumps(results), flush=True)
@@ -218,7 +287,14 @@ def main(argv: list[str] | None = None) -> dict:
         profiler = torch.profiler.profile() if args.torch_profile and c == concurrencies[-1] else None
         if profiler:
             profiler.__enter__()
-        result = run_burst(engine, prompts, args.patches, args.timesteps, device)
+        if args.closed_loop:
+
+            def make(i):
+                return make_prompt(config, 1000 + i, args.text_repeats)
+
+            result = run_closed_loop(engine, make, c, args.closed_loop, args.patches, args.timesteps, device)
+        else:
+            result = run_burst(engine, prompts, args.patches, args.timesteps, device)
         if profiler:
             profiler.__exit__(None, None, None)
             sort = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"

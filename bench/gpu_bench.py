@@ -10,6 +10,8 @@ reference; and copy `../shared/anchors/*.py` into `.anchors/` (git-ignored). The
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
       && export PYTHONPATH=/tmp/site:src; python3 bench/gpu_bench.py     # carry: .whl, .anchors
 
+Sections, in order: smoke (tiny, correctness checks), the engine table, a step profile, the two
+prefill policies under arriving load, the official reference (eager and compiled).
 `BUDGET_S` (default 480) bounds the whole run; `DEVICE=cpu SIZE=tiny` dry-runs it on a CPU.
 """
 
@@ -155,12 +157,28 @@ def main() -> None:
         left() - 200, env,
     )  # fmt: skip
     sections["profile"] = run("profile", [py, __file__, "profile"], min(90, left() - 150), env)
+    for policy in ("mixed", "separate"):  # requests arriving into running batches: which prefill policy
+        sections[f"policy_{policy}"] = run(
+            f"policy_{policy}",
+            [py, "bench/engine_bench.py", "--size", SIZE, "--device", DEVICE, "--concurrency", "64",
+             "--patches", "32", "--closed-loop", "128", "--prefill-policy", policy,
+             "--json", str(OUT / f"policy_{policy}.json")],
+            min(75, left() - 120), env,
+        )  # fmt: skip
     anchors = ROOT / ".anchors" / "voxcpm_reference.py"
     if anchors.exists():
         ref_env = {**env, "SIZE": SIZE, "OUT": str(OUT), "BUDGET_S": str(max(60, left() - 10))}
         sections["official_reference"] = run("official_reference", [py, str(anchors)], left() - 5, ref_env)
     summary = {"sections": sections, "total_s": round(time.monotonic() - T0, 1)}
-    for name in ("smoke_tiny", "engine_full", "profile", f"voxcpm_reference_{SIZE}"):
+    names = (
+        "smoke_tiny",
+        "engine_full",
+        "profile",
+        "policy_mixed",
+        "policy_separate",
+        f"voxcpm_reference_{SIZE}",
+    )
+    for name in names:
         path = OUT / f"{name}.json"
         if path.exists():
             summary[name] = json.loads(path.read_text())
@@ -172,11 +190,18 @@ def main() -> None:
             f"polyvox c={r['concurrency']:>4}: {r['audio_s_per_s']:>8} audio-s/s  ttfa p50 {r['ttfa_p50_s']}s"
             f" p95 {r['ttfa_p95_s']}s  rtf {r['rtf_mean']}  step {r['mean_step_ms']}ms"
         )
+    for policy in ("mixed", "separate"):
+        for r in summary.get(f"policy_{policy}", {}).get("runs", []):
+            print(
+                f"prefill {policy:>8} (closed loop c={r['concurrency']}): {r['audio_s_per_s']} audio-s/s"
+                f"  ttfa p50 {r['ttfa_p50_s']}s p95 {r['ttfa_p95_s']}s  gap p99 {r['gap_p99_ms']}ms"
+            )
     ref = summary.get(f"voxcpm_reference_{SIZE}", {})
     for tag in ("eager", "compiled"):
         if f"{tag}_rtf" in ref:
             print(f"official {tag}: rtf {ref[f'{tag}_rtf']}  ttfa {ref.get(f'{tag}_stream_ttfa_s')}s")
     print("smoke:", summary.get("smoke_tiny", {}).get("check_max_latent_diff"))
+    print("graphs in use:", full.get("graphs_in_use"), " attention:", full.get("attention_backend"))
     print("sections:", json.dumps(sections))
 
 

@@ -158,6 +158,16 @@ class Settings(BaseSettings):
         description="Token budget of one step's prefill (alias VLLM_MAX_NUM_BATCHED_TOKENS).",
     )
     kv_block_size: int = Field(16, ge=1, description="Tokens per KV-cache block.")
+    prefill_policy: Literal["mixed", "separate"] = Field(
+        "mixed",
+        description="New requests' prompts run in the same step as running requests' next patches "
+        "(mixed), or in steps of their own (separate).",
+    )
+    cuda_graphs: bool = Field(True, description="Capture decode steps as CUDA graphs (CUDA only).")
+    attention_backend: Literal["auto", "sdpa", "flash"] = Field(
+        "auto",
+        description="Paged attention on CUDA fp16/bf16: flash-attn when installed (auto), or PyTorch SDPA.",
+    )
     num_kv_blocks: int | None = Field(
         None, ge=1, description="Explicit KV-cache size in blocks; unset sizes it from memory."
     )

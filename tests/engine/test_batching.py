@@ -86,6 +86,23 @@ def test_outputs_in_a_mixed_batch_equal_outputs_alone_even_with_cancellations(ti
     assert engine.runner.vae_pool.in_use == 0  # every decoder state slot is back too
 
 
+def test_separate_prefill_steps_give_the_same_outputs(tiny, mixed):
+    requests, alone = mixed
+    engine = tiny.engine(max_num_batched_tokens=64, prefill_policy="separate")
+    seqs = [engine.add_request(p, sp) for p, sp in requests[:3]]
+    got = {s.seq_id: [] for s in seqs}
+    for out in engine.step():  # three requests running; the rest arrive while they generate
+        got[out.seq_id].append(out.latent)
+    seqs += [engine.add_request(p, sp) for p, sp in requests[3:]]
+    got.update({s.seq_id: [] for s in seqs[3:]})
+    while engine.has_work():
+        for out in engine.step():
+            got[out.seq_id].append(out.latent)
+    for s, want in zip(seqs, alone, strict=True):
+        assert torch.allclose(torch.cat(got[s.seq_id], dim=1), want[0], atol=ATOL, rtol=0)
+    assert engine.block_manager.num_free == engine.block_manager.num_blocks
+
+
 def test_each_patch_streams_as_one_160ms_chunk_at_48khz(tiny):
     engine = tiny.engine()
     seq = engine.add_request(tiny.prompt("Three."), SamplingParams(seed=1, min_len=3, max_len=3))

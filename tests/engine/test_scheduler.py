@@ -39,8 +39,13 @@ def seq(n_text: int = 10, max_len: int = 8, block_size: int = 4, **kw) -> Sequen
     return Sequence(prompt(n_text, **kw), SamplingParams(max_len=max_len, seed=0), block_size)
 
 
-def make(num_blocks=64, block_size=4, max_num_seqs=8, max_tokens=64, caching=True):
-    cfg = EngineConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=max_tokens, kv_block_size=block_size)
+def make(num_blocks=64, block_size=4, max_num_seqs=8, max_tokens=64, caching=True, policy="mixed"):
+    cfg = EngineConfig(
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_tokens,
+        kv_block_size=block_size,
+        prefill_policy=policy,
+    )
     bm = BlockManager(num_blocks, block_size, caching)
     return Scheduler(cfg, bm), bm
 
@@ -66,6 +71,35 @@ def test_prefill_is_chunked_by_token_budget_and_decodes_one_position_per_step():
     spans = [[(c.start, c.end) for c in run_step(sched)] for _ in range(5)]
     assert spans == [[(0, 8)], [(8, 16)], [(16, 20)], [(20, 21)], [(21, 22)]]
     assert len(s.patches) == 3
+
+
+def test_mixed_policy_prefills_a_newcomer_in_the_same_step_as_the_running_decodes():
+    sched, _ = make(max_tokens=8)
+    first, second = seq(n_text=6), seq(n_text=6, offset=100)
+    sched.add(first)
+    run_step(sched)
+    sched.add(second)
+    step = [(c.seq, c.start, c.end) for c in run_step(sched)]
+    assert step == [(first, 6, 7), (second, 0, 6)]
+
+
+def test_separate_policy_gives_prompt_chunks_steps_of_their_own():
+    sched, _ = make(max_tokens=8, policy="separate")
+    first, second = seq(n_text=6), seq(n_text=12, offset=100)
+    sched.add(first)
+    run_step(sched)
+    sched.add(second)
+    steps = [[(c.seq, c.start, c.end) for c in run_step(sched)] for _ in range(3)]
+    # the newcomer's chunked prompt runs alone, the running request waits, then both decode together
+    assert steps == [[(second, 0, 8)], [(second, 8, 12)], [(first, 6, 7), (second, 12, 13)]]
+    while sched.has_work():
+        run_step(sched)
+    assert len(first.patches) == len(second.patches) == 8
+
+
+def test_an_unknown_prefill_policy_is_refused():
+    with pytest.raises(ValueError, match="prefill_policy"):
+        EngineConfig(prefill_policy="sometimes")
 
 
 def test_max_num_seqs_caps_the_running_set_and_waiting_are_admitted_in_order():

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+PREFILL_POLICIES = ("mixed", "separate")
+ATTENTION_BACKENDS = ("auto", "sdpa", "flash")
+
 
 @dataclass(slots=True)
 class EngineConfig:
@@ -11,7 +14,10 @@ class EngineConfig:
 
     `num_kv_blocks` fixes the KV pool size; unset, the model runner sizes it from
     `gpu_memory_utilization` on CUDA and from `cpu_kv_cache_bytes` on CPU. `decode_audio=False`
-    yields latents only (tests and benchmarks of the LM side).
+    yields latents only (tests and benchmarks of the LM side). `prefill_policy` "mixed" runs new
+    requests' prompt chunks in the same step as the running requests' next patches; "separate" gives
+    prompt chunks steps of their own, the running requests waiting meanwhile (see BENCHMARKS.md).
+    `attention_backend` "auto" uses flash-attn for CUDA fp16/bf16 batches when it is installed.
     """
 
     max_num_seqs: int = 256
@@ -24,6 +30,8 @@ class EngineConfig:
     decode_audio: bool = True
     cuda_graphs: bool = True
     max_graph_batch: int = 256
+    prefill_policy: str = "mixed"
+    attention_backend: str = "auto"
 
     def __post_init__(self) -> None:
         if self.max_num_seqs < 1:
@@ -32,6 +40,10 @@ class EngineConfig:
             raise ValueError("kv_block_size must be at least 1")
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError("gpu_memory_utilization must be in (0, 1]")
+        if self.prefill_policy not in PREFILL_POLICIES:
+            raise ValueError(f"prefill_policy must be one of {', '.join(PREFILL_POLICIES)}")
+        if self.attention_backend not in ATTENTION_BACKENDS:
+            raise ValueError(f"attention_backend must be one of {', '.join(ATTENTION_BACKENDS)}")
         if self.num_kv_blocks is not None and self.num_kv_blocks < 1:
             raise ValueError("num_kv_blocks must be at least 1")
         # every running request advances one position per step, so a step's budget must cover them all

@@ -20,10 +20,11 @@ from polyvox.engine.graphs import AdvanceGraphs, DiTGraphs
 from polyvox.engine.scheduler import ScheduledChunk
 from polyvox.engine.sequence import Sequence
 from polyvox.engine.vae_state_pool import VAEStatePool
-from polyvox.models.voxcpm2.attention import AttentionMetadata
+from polyvox.models.voxcpm2.attention import AttentionMetadata, compare_backends, use_backend
 from polyvox.models.voxcpm2.kv_cache import PagedKVCache
 
 log = logging.getLogger(__name__)
+FLASH_TOLERANCE = 5e-2  # flash-attn vs SDPA on random fp16/bf16 inputs of unit scale
 
 
 @dataclass(slots=True)
@@ -55,6 +56,7 @@ class ModelRunner:
             dtype=dtype,
         )
         self.base_layers = lm_cfg.num_hidden_layers
+        self.attention_backend = self._choose_attention(config.attention_backend, lm_cfg)
         self.res_layers = model_config.residual_lm_num_layers
         self.num_kv_blocks = config.num_kv_blocks or self._blocks_from_memory()
         # one more block than the block manager hands out: the scratch block padded graph rows write to
@@ -79,6 +81,24 @@ class ModelRunner:
             if use_graphs
             else None
         )
+
+    def _choose_attention(self, requested: str, lm_cfg) -> str:
+        """The paged-attention backend in effect on this device; flash-attn only if it agrees with SDPA."""
+        backend = use_backend(requested)
+        if backend == "flash" and not (
+            self.device.type == "cuda" and self.dtype in (torch.float16, torch.bfloat16)
+        ):
+            backend = "sdpa"  # flash-attn takes CUDA fp16/bf16 only
+        elif backend == "flash":
+            heads = (lm_cfg.num_attention_heads, lm_cfg.num_key_value_heads, lm_cfg.head_dim)
+            diff = compare_backends(self.device, self.dtype, *heads)
+            if not diff <= FLASH_TOLERANCE:
+                log.warning(
+                    "flash-attn disagrees with SDPA (max diff %.3g); attention runs through SDPA", diff
+                )
+                backend = use_backend("sdpa")
+        log.info("paged attention backend: %s", backend)
+        return backend
 
     @property
     def bytes_per_block(self) -> int:

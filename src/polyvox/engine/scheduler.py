@@ -2,11 +2,14 @@
 
 Policy: running sequences first, oldest first, each advancing one position (or continuing a chunked
 prefill); then waiting sequences are admitted strictly in arrival order (no skipping, so nothing
-starves) while the token budget, `max_num_seqs` and free KV blocks allow. Prefill chunks share a step
-with the running sequences' decode positions: a VoxCPM2 step is dominated by the per-patch LocDiT
-solve, so a new request's prompt costs little next to it, and its first patch comes out of the same
-step instead of waiting for a separate prefill step. Long prompts are chunked by the token budget so
-one clone reference cannot stall every stream. When KV blocks run out, the newest running sequence is
+starves) while the token budget, `max_num_seqs` and free KV blocks allow. By default ("mixed")
+prefill chunks share a step with the running sequences' decode positions, so a newcomer's first
+patch comes out of the next full step and no running stream skips a step for it. The alternative,
+"separate" (steps with prompt work run only that), was measured against it (BENCHMARKS.md, "Prefill
+policy"): on the CPU it gave first audio sooner but lower throughput and longer gaps in the running
+streams; on a GPU, whose step costs about the same at batch 1 as at batch 64, every arrival would
+cost the running streams a whole step. Long prompts are chunked by the token budget so one clone
+reference cannot stall every stream. When KV blocks run out, the newest running sequence is
 preempted (its blocks freed; it is re-prefilled later from its prompt plus its generated patches).
 """
 
@@ -43,6 +46,7 @@ class Scheduler:
     def __init__(self, config: EngineConfig, block_manager: BlockManager):
         self.max_num_seqs = config.max_num_seqs
         self.max_num_batched_tokens = config.max_num_batched_tokens
+        self.separate_prefills = config.prefill_policy == "separate"
         self.block_manager = block_manager
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
@@ -62,6 +66,10 @@ class Scheduler:
         return bool(self.waiting or self.running)
 
     def schedule(self) -> list[ScheduledChunk]:
+        if self.separate_prefills:
+            prefills = self._schedule_prefills_only()
+            if prefills:
+                return prefills
         budget = self.max_num_batched_tokens
         chunks: list[ScheduledChunk] = []
         preempted = False
@@ -79,6 +87,32 @@ class Scheduler:
                 budget -= end - seq.num_computed
                 i += 1
         while not preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+            seq = self.waiting[0]
+            if not self.block_manager.can_allocate(seq):
+                break
+            self.waiting.popleft()
+            self.block_manager.allocate(seq)
+            seq.status = SequenceStatus.RUNNING
+            self.running.append(seq)
+            end = seq.num_computed + min(seq.num_tokens - seq.num_computed, budget)
+            chunks.append(ScheduledChunk(seq, seq.num_computed, end))
+            budget -= end - seq.num_computed
+        return chunks
+
+    def _schedule_prefills_only(self) -> list[ScheduledChunk]:
+        """Prompt chunks alone: running sequences still prefilling, then admissible waiting ones."""
+        budget = self.max_num_batched_tokens
+        chunks: list[ScheduledChunk] = []
+        for seq in self.running:
+            if budget <= 0:
+                break
+            if seq.num_tokens - seq.num_computed > 1 or seq.num_computed < seq.num_prompt_tokens:
+                end = seq.num_computed + min(seq.num_tokens - seq.num_computed, budget)
+                if not self.block_manager.ensure_capacity(seq, end):
+                    return []  # memory pressure: the mixed path preempts
+                chunks.append(ScheduledChunk(seq, seq.num_computed, end))
+                budget -= end - seq.num_computed
+        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             seq = self.waiting[0]
             if not self.block_manager.can_allocate(seq):
                 break

@@ -87,6 +87,9 @@ class VoxCPM2Engine:
             kv_block_size=settings.kv_block_size,
             num_kv_blocks=settings.num_kv_blocks,
             gpu_memory_utilization=settings.gpu_memory_utilization,
+            prefill_policy=settings.prefill_policy,
+            cuda_graphs=settings.cuda_graphs,
+            attention_backend=settings.attention_backend,
         )
         return cls(
             model,

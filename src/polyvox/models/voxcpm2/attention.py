@@ -1,16 +1,47 @@
-"""Paged causal attention over packed ("varlen") batches, through PyTorch SDPA.
+"""Paged causal attention over packed ("varlen") batches, through PyTorch SDPA or flash-attn.
 
 New K/V rows are written into the pool at their slots; each sequence then attends over its
 whole context, gathered through its block table, with a causal mask offset by what it had cached.
+flash-attn, when installed, takes CUDA fp16/bf16 batches (`use_backend`); it is never required.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import torch
 import torch.nn.functional as F
+
+BACKENDS = ("auto", "sdpa", "flash")
+_flash: ModuleType | None = None  # the flash_attn module while it is the chosen backend
+
+
+def use_backend(name: str) -> str:
+    """Choose the attention backend for CUDA fp16/bf16 batches; returns the one in effect.
+
+    "auto" takes flash-attn when it imports and SDPA otherwise; "flash" insists (ImportError if it
+    is missing); "sdpa" never uses it. CPU and fp32 batches always run through SDPA."""
+    global _flash
+    if name not in BACKENDS:
+        raise ValueError(f"attention backend must be one of {', '.join(BACKENDS)}")
+    _flash = None
+    if name == "sdpa":
+        return "sdpa"
+    try:
+        module = importlib.import_module("flash_attn")
+    except ImportError:
+        if name == "flash":
+            raise
+        return "sdpa"
+    _flash = module
+    return "flash"
+
+
+def _flash_applies(q: torch.Tensor) -> bool:
+    return _flash is not None and q.is_cuda and q.dtype in (torch.float16, torch.bfloat16)
 
 
 @dataclass
@@ -83,10 +114,10 @@ def paged_attention(
     v_pool.view(-1, kv_heads, head_dim).index_copy_(0, meta.slot_mapping, v.to(v_pool.dtype))
 
     batch, max_q, max_ctx = meta.num_seqs, meta.max_query_len, meta.max_context_len
-    used_blocks = (max_ctx + block_size - 1) // block_size
-    tables = meta.block_tables[:, :used_blocks]
-    keys = k_pool[tables].view(batch, used_blocks * block_size, kv_heads, head_dim)[:, :max_ctx]
-    values = v_pool[tables].view(batch, used_blocks * block_size, kv_heads, head_dim)[:, :max_ctx]
+    keys, values = gather_context(meta, k_pool, v_pool)
+
+    if _flash_applies(q):
+        return _flash_attention(_flash, q, keys.to(q.dtype), values.to(q.dtype), meta)
 
     query_lens = meta.query_start_loc[1:] - meta.query_start_loc[:-1]
     if max_q == 1:
@@ -117,3 +148,70 @@ def paged_attention(
     if seq_ids is None:
         return out.reshape(q.shape)
     return out[seq_ids, offsets]
+
+
+def gather_context(meta: AttentionMetadata, k_pool: torch.Tensor, v_pool: torch.Tensor):
+    """Each sequence's keys and values through its block table: `[B, max_ctx, KVH, hd]` (padded)."""
+    _, block_size, kv_heads, head_dim = k_pool.shape
+    batch, max_ctx = meta.num_seqs, meta.max_context_len
+    used_blocks = (max_ctx + block_size - 1) // block_size
+    tables = meta.block_tables[:, :used_blocks]
+    keys = k_pool[tables].view(batch, used_blocks * block_size, kv_heads, head_dim)[:, :max_ctx]
+    values = v_pool[tables].view(batch, used_blocks * block_size, kv_heads, head_dim)[:, :max_ctx]
+    return keys, values
+
+
+def compare_backends(
+    device: torch.device, dtype: torch.dtype, num_heads: int, num_kv_heads: int, head_dim: int
+) -> float:
+    """Largest difference between the chosen backend and SDPA on random prefill and decode batches
+    (a start-up guard: a flash-attn build that disagrees is not used)."""
+    global _flash
+    chosen = _flash
+    generator = torch.Generator(device="cpu").manual_seed(0)
+    worst = 0.0
+    block_size = 16
+    for cached, new in (([0, 5, 40], [7, 3, 1]), ([9, 33, 0, 70], [1, 1, 1, 1])):
+        tables = [list(range(i * 8, i * 8 + 8)) for i in range(len(cached))]
+        meta = AttentionMetadata.build(cached, new, tables, block_size, device)
+
+        def rand(*shape):
+            return torch.randn(*shape, generator=generator).to(device, dtype)
+
+        pool_shape = (len(cached) * 8, block_size, num_kv_heads, head_dim)
+        k_pool, v_pool = rand(*pool_shape), rand(*pool_shape)
+        q = rand(sum(new), num_heads, head_dim)
+        k, v = rand(sum(new), num_kv_heads, head_dim), rand(sum(new), num_kv_heads, head_dim)
+        try:
+            _flash = None
+            reference = paged_attention(q, k, v, meta, k_pool, v_pool).float()
+            _flash = chosen
+            got = paged_attention(q, k, v, meta, k_pool, v_pool).float()
+        finally:
+            _flash = chosen
+        worst = max(worst, float((got - reference).abs().max()))
+    return worst
+
+
+def _flash_attention(flash, q, keys, values, meta: AttentionMetadata) -> torch.Tensor:
+    """flash-attn over the gathered context `keys`, `values [B, max_ctx, KVH, hd]` (any block size:
+    its own paged kernels want blocks of 256). Its causal mask is aligned bottom-right, so query i of
+    a sequence sees its cached keys plus new keys up to i — the same rule as the SDPA mask."""
+    if meta.max_query_len == 1:  # decode: one query per sequence, fixed shapes (CUDA-graph safe)
+        out = flash.flash_attn_with_kvcache(
+            q.unsqueeze(1), keys, values, cache_seqlens=meta.context_lens.to(torch.int32), causal=True
+        )
+        return out.squeeze(1)
+    lens = meta.context_lens
+    valid = torch.arange(meta.max_context_len, device=q.device).view(1, -1) < lens.view(-1, 1)
+    cu_seqlens_k = F.pad(lens.cumsum(0), (1, 0)).to(torch.int32)
+    return flash.flash_attn_varlen_func(
+        q,
+        keys[valid],
+        values[valid],
+        cu_seqlens_q=meta.query_start_loc.to(torch.int32),
+        cu_seqlens_k=cu_seqlens_k,
+        max_seqlen_q=meta.max_query_len,
+        max_seqlen_k=meta.max_context_len,
+        causal=True,
+    )
