@@ -86,17 +86,8 @@ class Scheduler:
                 chunks.append(ScheduledChunk(seq, seq.num_computed, end))
                 budget -= end - seq.num_computed
                 i += 1
-        while not preempted and self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
-            seq = self.waiting[0]
-            if not self.block_manager.can_allocate(seq):
-                break
-            self.waiting.popleft()
-            self.block_manager.allocate(seq)
-            seq.status = SequenceStatus.RUNNING
-            self.running.append(seq)
-            end = seq.num_computed + min(seq.num_tokens - seq.num_computed, budget)
-            chunks.append(ScheduledChunk(seq, seq.num_computed, end))
-            budget -= end - seq.num_computed
+        if not preempted:
+            self._admit(chunks, budget)
         return chunks
 
     def _schedule_prefills_only(self) -> list[ScheduledChunk]:
@@ -112,6 +103,11 @@ class Scheduler:
                     return []  # memory pressure: the mixed path preempts
                 chunks.append(ScheduledChunk(seq, seq.num_computed, end))
                 budget -= end - seq.num_computed
+        self._admit(chunks, budget)
+        return chunks
+
+    def _admit(self, chunks: list[ScheduledChunk], budget: int) -> None:
+        """Admit waiting sequences in arrival order while the budget, `max_num_seqs` and blocks allow."""
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             seq = self.waiting[0]
             if not self.block_manager.can_allocate(seq):
@@ -123,7 +119,6 @@ class Scheduler:
             end = seq.num_computed + min(seq.num_tokens - seq.num_computed, budget)
             chunks.append(ScheduledChunk(seq, seq.num_computed, end))
             budget -= end - seq.num_computed
-        return chunks
 
     def finish(self, seq: Sequence, reason: str) -> None:
         """Drop a sequence for good (stopped, reached max length, or cancelled); its blocks free at once."""
