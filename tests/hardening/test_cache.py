@@ -246,10 +246,10 @@ def test_re_registering_a_voice_is_never_served_stale(cached, tmp_path) -> None:
 def test_entries_expire_after_the_ttl(cached) -> None:
     import time
 
-    url, engine, _ = cached(cache_ttl_minutes=0.005)  # 0.3 s
+    url, engine, _ = cached(cache_ttl_minutes=0.02)  # 1.2 s
     speak(url)
     assert speak(url).headers["X-Cache"] == "HIT"
-    time.sleep(0.5)
+    time.sleep(1.5)
     assert speak(url).headers["X-Cache"] == "MISS"
     assert engine.started_requests == 2
 
@@ -345,7 +345,7 @@ def test_a_cache_directory_that_disappears_degrades_to_misses(cached) -> None:
 def test_the_seed_systems_cache_variables_configure_the_cache(serve, tmp_path, monkeypatch) -> None:
     directory = tmp_path / "seed-cache"
     monkeypatch.setenv("AUDIO_CACHE_DIR", str(directory))
-    monkeypatch.setenv("CACHE_TTL_MINUTES", "0.005")  # 0.3 s
+    monkeypatch.setenv("CACHE_TTL_MINUTES", "0.02")  # 1.2 s
     engine = FakeEngine()
     url = serve(engine, cache_enabled=True)
     speak(url)
@@ -353,6 +353,6 @@ def test_the_seed_systems_cache_variables_configure_the_cache(serve, tmp_path, m
     assert speak(url).headers["X-Cache"] == "HIT"
     import time
 
-    time.sleep(0.5)
+    time.sleep(1.5)
     assert speak(url).headers["X-Cache"] == "MISS"
     assert engine.started_requests == 2

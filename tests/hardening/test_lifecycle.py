@@ -94,8 +94,10 @@ def test_sigterm_under_load_drains_in_flight_requests_and_exits_0() -> None:
             time.sleep(0.02)
 
         proc.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        ready = httpx.get(f"{url}/ready")
+        deadline = time.monotonic() + 10
+        while (ready := httpx.get(f"{url}/ready")).status_code == 200:  # until the signal is handled
+            assert time.monotonic() < deadline, "SIGTERM never reached /ready"
+            time.sleep(0.02)
         assert ready.status_code == 503 and ready.json()["error"]["code"] == "shutting_down"
         refused = httpx.post(f"{url}{SPEECH}", json={"input": "Too late."})
         assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
