@@ -220,6 +220,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--no-audio", action="store_true", help="skip the VAE decode (LM side only)")
     ap.add_argument("--prefill-policy", choices=["mixed", "separate"], default="mixed")
     ap.add_argument("--attention", choices=["auto", "sdpa", "flash"], default="auto")
+    ap.add_argument("--compile", action="store_true", help="torch.compile LocEnc and LocDiT (as at start)")
     ap.add_argument(
         "--closed-loop",
         type=int,
@@ -268,10 +269,14 @@ def main(argv: list[str] | None = None) -> dict:
         max_graph_batch=max(concurrencies),
         prefill_policy=args.prefill_policy,
         attention_backend=args.attention,
+        compile=args.compile,
     )
+    t = time.perf_counter()
     engine = LLMEngine(lm, vae, config, engine_config, device, dtype)
     results["kv_blocks"] = engine.block_manager.num_blocks
     results["attention_backend"] = engine.runner.attention_backend
+    results["compiled"] = engine.runner.compiled
+    results["engine_start_s"] = round(time.perf_counter() - t, 1)
     prompt_tokens = len(make_prompt(config, 0, args.text_repeats))
     results["prompt_tokens"] = prompt_tokens
     print(json.dumps(results), flush=True)

@@ -10,8 +10,9 @@ reference; and copy `../shared/anchors/*.py` into `.anchors/` (git-ignored). The
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
       && export PYTHONPATH=/tmp/site:src; python3 bench/gpu_bench.py     # carry: .whl, .anchors
 
-Sections, in order: smoke (tiny, correctness checks), the engine table, a step profile, the two
-prefill policies under arriving load, the official reference (eager and compiled).
+Sections, in order of need (each skipped when the budget runs short): smoke (tiny, correctness
+checks), the engine table, the official reference (eager and compiled), a step profile, the engine
+with torch.compile at c=64, the two prefill policies under arriving load.
 `BUDGET_S` (default 480) bounds the whole run; `DEVICE=cpu SIZE=tiny` dry-runs it on a CPU.
 """
 
@@ -144,35 +145,47 @@ def main() -> None:
     sections = {}
     if DEVICE == "cuda":
         subprocess.run(["nvidia-smi", "-L"])
+    # in order of need: correctness, the table, the official reference, the profile, then the options
     sections["smoke_tiny"] = run(
         "smoke_tiny",
         [py, "bench/engine_bench.py", "--size", "tiny", "--device", DEVICE, "--concurrency", "1,8",
          "--patches", "8", "--check", "--json", str(OUT / "smoke_tiny.json")],
-        120, env,
+        60, env,
     )  # fmt: skip
     sections["engine_full"] = run(
         "engine_full",
         [py, "bench/engine_bench.py", "--size", SIZE, "--device", DEVICE, "--concurrency", CONCURRENCY,
          "--patches", "63", "--max-num-seqs", "512", "--json", str(OUT / "engine_full.json")],
-        left() - 200, env,
+        left() - 270, env,
     )  # fmt: skip
-    sections["profile"] = run("profile", [py, __file__, "profile"], min(90, left() - 150), env)
-    for policy in ("mixed", "separate"):  # requests arriving into running batches: which prefill policy
-        sections[f"policy_{policy}"] = run(
-            f"policy_{policy}",
-            [py, "bench/engine_bench.py", "--size", SIZE, "--device", DEVICE, "--concurrency", "64",
-             "--patches", "32", "--closed-loop", "128", "--prefill-policy", policy,
-             "--json", str(OUT / f"policy_{policy}.json")],
-            min(75, left() - 120), env,
-        )  # fmt: skip
     anchors = ROOT / ".anchors" / "voxcpm_reference.py"
-    if anchors.exists():
-        ref_env = {**env, "SIZE": SIZE, "OUT": str(OUT), "BUDGET_S": str(max(60, left() - 10))}
-        sections["official_reference"] = run("official_reference", [py, str(anchors)], left() - 5, ref_env)
+    if anchors.exists() and left() > 60:
+        ref_budget = min(110, left() - 100)
+        ref_env = {**env, "SIZE": SIZE, "OUT": str(OUT), "BUDGET_S": str(ref_budget - 10)}
+        sections["official_reference"] = run("official_reference", [py, str(anchors)], ref_budget, ref_env)
+    if left() > 40:
+        sections["profile"] = run("profile", [py, __file__, "profile"], min(50, left() - 50), env)
+    if left() > 45:  # torch.compile of LocEnc + LocDiT at start, then the c=64 row again
+        sections["engine_compiled"] = run(
+            "engine_compiled",
+            [py, "bench/engine_bench.py", "--size", SIZE, "--device", DEVICE, "--concurrency", "64",
+             "--patches", "63", "--compile", "--json", str(OUT / "engine_compiled.json")],
+            min(120, left() - 5), env,
+        )  # fmt: skip
+    for policy in ("mixed", "separate"):  # requests arriving into running batches: which prefill policy
+        if left() > 40:
+            sections[f"policy_{policy}"] = run(
+                f"policy_{policy}",
+                [py, "bench/engine_bench.py", "--size", SIZE, "--device", DEVICE, "--concurrency", "64",
+                 "--patches", "32", "--closed-loop", "128", "--prefill-policy", policy,
+                 "--json", str(OUT / f"policy_{policy}.json")],
+                min(60, left() - 5), env,
+            )  # fmt: skip
     summary = {"sections": sections, "total_s": round(time.monotonic() - T0, 1)}
     names = (
         "smoke_tiny",
         "engine_full",
+        "engine_compiled",
         "profile",
         "policy_mixed",
         "policy_separate",
@@ -189,6 +202,13 @@ def main() -> None:
         print(
             f"polyvox c={r['concurrency']:>4}: {r['audio_s_per_s']:>8} audio-s/s  ttfa p50 {r['ttfa_p50_s']}s"
             f" p95 {r['ttfa_p95_s']}s  rtf {r['rtf_mean']}  step {r['mean_step_ms']}ms"
+        )
+    compiled = summary.get("engine_compiled", {})
+    for r in compiled.get("runs", []):
+        print(
+            f"compiled c={r['concurrency']:>4}: {r['audio_s_per_s']:>8} audio-s/s  ttfa {r['ttfa_p50_s']}s"
+            f"  rtf {r['rtf_mean']}  step {r['mean_step_ms']}ms  (in use: {compiled.get('compiled')},"
+            f" engine start {compiled.get('engine_start_s')}s)"
         )
     for policy in ("mixed", "separate"):
         for r in summary.get(f"policy_{policy}", {}).get("runs", []):

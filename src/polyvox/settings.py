@@ -164,6 +164,11 @@ class Settings(BaseSettings):
         "(mixed), or in steps of their own (separate).",
     )
     cuda_graphs: bool = Field(True, description="Capture decode steps as CUDA graphs (CUDA only).")
+    torch_compile: bool = Field(
+        False,
+        description="Compile LocEnc and the LocDiT estimator with torch.compile at start (slower start, "
+        "faster steps).",
+    )
     attention_backend: Literal["auto", "sdpa", "flash"] = Field(
         "auto",
         description="Paged attention on CUDA fp16/bf16: flash-attn when installed (auto), or PyTorch SDPA.",

@@ -3,7 +3,6 @@ on preemption, or on where its prompt KV came from; every KV block returns to th
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from polyvox.engine.graphs import AdvanceGraphs
@@ -11,44 +10,6 @@ from polyvox.engine.sequence import SamplingParams, SequenceStatus
 from polyvox.models.voxcpm2.generate import generate_latent_sequence
 
 ATOL = 1e-4
-
-
-def mixed_requests(tiny):
-    ref = tiny.clip_patches(0.64)
-    other = tiny.clip_patches(0.48, freq=330.0)
-    p = tiny.prompt
-    return [
-        (p("Hello there, friend."), SamplingParams(seed=1, min_len=9, max_len=9)),
-        (
-            p("Short.", description="a calm old man"),
-            SamplingParams(seed=2, min_len=4, max_len=4, cfg_value=3.0),
-        ),
-        (p("Cloned voice here.", reference=ref), SamplingParams(seed=3, min_len=7, max_len=7)),
-        (
-            p("A longer sentence to clone.", reference=ref),
-            SamplingParams(seed=4, min_len=11, max_len=11, cfg_value=1.5),
-        ),
-        (
-            p("and then", prompt_text="So it began ", prompt_audio=other),
-            SamplingParams(seed=5, max_len=6, inference_timesteps=5),
-        ),
-        (
-            p("The quick brown fox jumps over it."),
-            SamplingParams(seed=6, min_len=8, max_len=8, temperature=0.7),
-        ),
-        (
-            p("Both.", reference=ref, prompt_text="Yes ", prompt_audio=other),
-            SamplingParams(seed=7, min_len=5, max_len=5),
-        ),
-        (p("Nine patches or a stop."), SamplingParams(seed=8, max_len=10, inference_timesteps=4)),
-    ]
-
-
-@pytest.fixture(scope="module")
-def mixed(tiny):
-    """The mixed requests and each one's output when it runs alone in an engine."""
-    requests = mixed_requests(tiny)
-    return requests, [tiny.engine().generate([p], [sp])[0] for p, sp in requests]
 
 
 def assert_same(got, want):

@@ -25,7 +25,7 @@ def test_seed_system_env_names_configure_the_engine(monkeypatch: pytest.MonkeyPa
         333,
     )
     assert config.num_kv_blocks == 64
-    assert (config.prefill_policy, config.cuda_graphs) == ("mixed", True)
+    assert (config.prefill_policy, config.cuda_graphs, config.compile) == ("mixed", True, False)
     assert engine.inference_timesteps == 6
 
 
@@ -35,11 +35,12 @@ def test_polyvox_env_names_work_and_explicit_values_win(monkeypatch: pytest.Monk
     assert Settings(max_num_seqs=3).max_num_seqs == 3  # an explicit value (a CLI flag) wins
 
 
-def test_prefill_policy_and_cuda_graphs_reach_the_engine(monkeypatch: pytest.MonkeyPatch):
+def test_prefill_policy_cuda_graphs_and_compile_reach_the_engine(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("POLYVOX_PREFILL_POLICY", "separate")
     monkeypatch.setenv("POLYVOX_CUDA_GRAPHS", "false")
+    monkeypatch.setenv("POLYVOX_TORCH_COMPILE", "true")
     config = VoxCPM2Engine.from_settings(Settings(random_weights="tiny", device="cpu")).config
-    assert (config.prefill_policy, config.cuda_graphs) == ("separate", False)
+    assert (config.prefill_policy, config.cuda_graphs, config.compile) == ("separate", False, True)
     monkeypatch.setenv("POLYVOX_PREFILL_POLICY", "sometimes")
     with pytest.raises(ValueError, match="prefill_policy"):
         Settings()

@@ -18,6 +18,7 @@ class EngineConfig:
     requests' prompt chunks in the same step as the running requests' next patches; "separate" gives
     prompt chunks steps of their own, the running requests waiting meanwhile (see BENCHMARKS.md).
     `attention_backend` "auto" uses flash-attn for CUDA fp16/bf16 batches when it is installed.
+    `compile` runs LocEnc and the LocDiT estimator through torch.compile (compiled at start).
     """
 
     max_num_seqs: int = 256
@@ -32,6 +33,7 @@ class EngineConfig:
     max_graph_batch: int = 256
     prefill_policy: str = "mixed"
     attention_backend: str = "auto"
+    compile: bool = False
 
     def __post_init__(self) -> None:
         if self.max_num_seqs < 1:

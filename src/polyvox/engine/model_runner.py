@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from polyvox.engine.compile import compile_patch_modules
 from polyvox.engine.config import EngineConfig
 from polyvox.engine.graphs import AdvanceGraphs, DiTGraphs
 from polyvox.engine.scheduler import ScheduledChunk
@@ -66,6 +67,7 @@ class ModelRunner:
         vae_param = next(vae.parameters())
         self.vae_pool = VAEStatePool(vae, config.max_num_seqs, vae_param.device, vae_param.dtype)
         self.timings: dict[str, float] | None = None  # set to {} to accumulate seconds per phase
+        self.compiled = compile_patch_modules(lm, config.compile)
         use_graphs = config.cuda_graphs and self.device.type == "cuda"
         self.graphs = DiTGraphs(lm, config.max_graph_batch) if use_graphs else None
         self.advance_graphs = (

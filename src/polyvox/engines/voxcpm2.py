@@ -90,6 +90,7 @@ class VoxCPM2Engine:
             prefill_policy=settings.prefill_policy,
             cuda_graphs=settings.cuda_graphs,
             attention_backend=settings.attention_backend,
+            compile=settings.torch_compile,
         )
         return cls(
             model,

@@ -1,0 +1,25 @@
+"""`torch.compile` of LocEnc and the LocDiT estimator (the `compile` engine setting): compiled at
+start, the same outputs as eager in a mixed batch, and put back to eager when switched off."""
+
+from __future__ import annotations
+
+import torch
+
+from polyvox.engine.compile import COMPILED_MODULES
+
+
+def test_a_compiled_engine_gives_the_eager_outputs_and_can_be_switched_back(tiny, mixed):
+    requests, alone = mixed
+    engine = tiny.engine(max_num_batched_tokens=64, compile=True)
+    assert engine.runner.compiled
+    modules = [tiny.lm.get_submodule(name) for name in COMPILED_MODULES]
+    assert all("forward" in vars(m) for m in modules)  # the compiled forward is in place
+    got = engine.generate([p for p, _ in requests], [sp for _, sp in requests])
+    for (latents, audio), (want_latents, want_audio) in zip(got, alone, strict=True):
+        assert torch.allclose(latents, want_latents, atol=1e-4, rtol=0)
+        assert abs(audio - want_audio).max() <= 1e-4
+
+    eager = tiny.engine(compile=False)  # the same model object, another engine: eager again
+    assert not eager.runner.compiled and not any("forward" in vars(m) for m in modules)
+    p, sp = requests[0]
+    assert torch.equal(eager.generate([p], [sp])[0][0], alone[0][0])
