@@ -13,7 +13,8 @@ reference; and copy `../shared/anchors/*.py` into `.anchors/` (git-ignored). The
 Sections, in order of need (each skipped when the budget runs short): smoke (tiny, correctness
 checks), the engine table, the official reference (eager and compiled), a step profile, the engine
 with torch.compile at c=64, the two prefill policies under arriving load.
-`BUDGET_S` (default 480) bounds the whole run; `DEVICE=cpu SIZE=tiny` dry-runs it on a CPU.
+`BUDGET_S` (default 480) bounds the whole run; `DEVICE=cpu SIZE=tiny` dry-runs it on a CPU;
+`SECTIONS=smoke_tiny,engine_full,...` runs only those.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ BUDGET_S = float(os.environ.get("BUDGET_S", "480"))
 CONCURRENCY = os.environ.get("CONCURRENCY", "1,8,32,64,128,256,512")
 DEVICE = os.environ.get("DEVICE", "cuda")  # DEVICE=cpu SIZE=tiny: a dry run of this script on a CPU
 SIZE = os.environ.get("SIZE", "full")
+SECTIONS = os.environ.get("SECTIONS", "")  # e.g. "smoke_tiny,engine_full": only these (default: all)
 T0 = time.monotonic()
 
 
@@ -40,6 +42,8 @@ def left() -> float:
 
 def run(name: str, cmd: list[str], timeout: float, env: dict | None = None) -> dict:
     """Run one section as a subprocess (a crash or hang in one section leaves the others standing)."""
+    if SECTIONS and name not in SECTIONS.split(","):
+        return {"rc": "skipped", "seconds": 0.0}
     timeout = max(10.0, min(timeout, left()))
     started = time.monotonic()
     log = OUT / f"{name}.log"

@@ -1,0 +1,71 @@
+"""The benchmark scripts run end to end on the CPU (tiny model), so a GPU session never discovers a
+broken script on the device: `bench/engine_bench.py` (bursts with the correctness check, and the
+closed loop under both prefill policies) and `bench/gpu_bench.py` orchestrating its sections."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PATCH_S = 0.16
+
+
+def engine_bench(tmp_path: Path, *args: str) -> dict:
+    out = tmp_path / "result.json"
+    command = [sys.executable, "bench/engine_bench.py", "--size", "tiny", "--device", "cpu", *args]
+    subprocess.run([*command, "--json", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=300)
+    return json.loads(out.read_text())
+
+
+def test_engine_bench_bursts_report_every_concurrency_and_check_batched_outputs(tmp_path):
+    result = engine_bench(tmp_path, "--concurrency", "1,3", "--patches", "3", "--check")
+    assert [r["concurrency"] for r in result["runs"]] == [1, 3]
+    for run in result["runs"]:
+        assert run["audio_s"] == pytest.approx(run["concurrency"] * 3 * PATCH_S)
+        assert run["audio_s_per_s"] > 0 and 0 < run["ttfa_p50_s"] <= run["ttfa_p95_s"]
+        assert run["mean_batch"] == run["concurrency"]
+    assert all(diff < 1e-4 for diff in result["check_max_latent_diff"].values())
+    assert result["single_stream_rtf"] > 0
+    assert result["kv_blocks_free_after"] == result["kv_blocks"]  # every block came back
+
+
+@pytest.mark.parametrize("policy", ["mixed", "separate"])
+def test_engine_bench_closed_loop_runs_every_request(tmp_path, policy):
+    result = engine_bench(
+        tmp_path, "--concurrency", "3", "--patches", "4", "--closed-loop", "7", "--prefill-policy", policy
+    )
+    (run,) = result["runs"]
+    assert (run["workload"], run["prefill_policy"], run["requests"]) == ("closed", policy, 7)
+    assert 0 < run["ttfa_p50_s"] <= run["ttfa_p95_s"] and 0 < run["gap_p50_ms"] <= run["gap_max_ms"]
+    assert 0 <= run["stalled_streams"] <= 7
+    assert result["kv_blocks_free_after"] == result["kv_blocks"]
+
+
+def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
+    env = {
+        **os.environ,
+        "DEVICE": "cpu",
+        "SIZE": "tiny",
+        "CONCURRENCY": "1,2",
+        "PROFILE_BATCHES": "1,2",
+        "SECTIONS": "smoke_tiny,engine_full,profile",
+        "OUT": str(tmp_path),
+        "BUDGET_S": "280",
+    }
+    completed = subprocess.run(
+        [sys.executable, "bench/gpu_bench.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stdout[-2000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    ran = {name: s["rc"] for name, s in summary["sections"].items()}
+    assert ran["smoke_tiny"] == ran["engine_full"] == ran["profile"] == 0
+    assert ran["engine_compiled"] == "skipped"
+    assert [r["concurrency"] for r in summary["engine_full"]["runs"]] == [1, 2]
+    assert set(summary["profile"]) == {"1", "2"}
+    assert "==== SUMMARY ====" in completed.stdout
