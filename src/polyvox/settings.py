@@ -166,8 +166,8 @@ class Settings(BaseSettings):
     cuda_graphs: bool = Field(True, description="Capture decode steps as CUDA graphs (CUDA only).")
     torch_compile: bool = Field(
         False,
-        description="Compile LocEnc and the LocDiT estimator with torch.compile at start (slower start, "
-        "faster steps).",
+        description="Compile LocEnc, the LocDiT estimator and the VAE decode with torch.compile at start "
+        "(slower start, faster steps).",
     )
     attention_backend: Literal["auto", "sdpa", "flash"] = Field(
         "auto",

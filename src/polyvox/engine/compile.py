@@ -1,6 +1,7 @@
-"""Optional `torch.compile` of the per-patch modules — LocEnc and the LocDiT velocity estimator, the
-parts the official `optimize()` compiles too — warmed up when the engine starts, so no request pays
-for compiling, and dropped again (eager) if compiling fails."""
+"""Optional `torch.compile` of what every step runs per patch: LocEnc and the LocDiT velocity
+estimator (the parts the official `optimize()` compiles too) and the streaming VAE decode. They are
+warmed up when the engine starts, so no request pays for compiling, and put back to eager if
+compiling fails."""
 
 from __future__ import annotations
 
@@ -10,39 +11,39 @@ import torch
 
 log = logging.getLogger(__name__)
 
-COMPILED_MODULES = ("feat_encoder", "feat_decoder.estimator")
+COMPILED_MODULES = ("feat_encoder", "feat_decoder.estimator")  # their `forward` is compiled
 WARM_UP_BATCHES = (1, 2, 3)  # 1 is specialised; 2 then 3 makes the batch dimension dynamic
+WARM_UP_PATCHES = (1, 2, 3)  # VAE latents: one patch per step, several when priming a continuation
 
 
-def compile_patch_modules(lm, enabled: bool = True) -> bool:
-    """Compile LocEnc and the LocDiT estimator of `lm` in place and warm them up at a few batch sizes
+def compile_step_modules(lm, vae, enabled: bool = True) -> bool:
+    """Compile LocEnc, the LocDiT estimator and `vae.decode_stream` in place and warm them up
     (`enabled=False` puts the eager versions back). Returns whether the compiled versions are in use.
 
-    Parameter names are unchanged (only each module's `forward` is replaced), so checkpoints and
-    state_dicts still line up."""
-    modules = [lm.get_submodule(name) for name in COMPILED_MODULES]
+    Only bound methods are replaced, so parameter names, checkpoints and state_dicts are unchanged."""
+    targets = [(lm.get_submodule(name), "forward") for name in COMPILED_MODULES] + [(vae, "decode_stream")]
     if not enabled:
-        _uncompile(modules)
+        _uncompile(targets)
         return False
-    for module in modules:
-        if "forward" not in vars(module):  # not compiled already (an engine restart reuses the model)
-            module.forward = torch.compile(module.forward)
+    for owner, method in targets:
+        if method not in vars(owner):  # not compiled already (an engine restart reuses the model)
+            setattr(owner, method, torch.compile(getattr(owner, method)))
     try:
-        _warm_up(lm)
+        _warm_up(lm, vae)
     except Exception as exc:  # any compiler failure: serve eagerly rather than not at all
-        log.warning("torch.compile failed (%s); LocEnc and LocDiT run eagerly", exc)
-        _uncompile(modules)
+        log.warning("torch.compile failed (%s); the step runs eagerly", exc)
+        _uncompile(targets)
         return False
     return True
 
 
-def _uncompile(modules) -> None:
-    for module in modules:
-        vars(module).pop("forward", None)  # back to the class's eager forward
+def _uncompile(targets) -> None:
+    for owner, method in targets:
+        vars(owner).pop(method, None)  # back to the class's eager method
 
 
 @torch.inference_mode()
-def _warm_up(lm) -> None:
+def _warm_up(lm, vae) -> None:
     patch, dim = lm.patch_size, lm.feat_dim
     hidden = lm.config.lm_config.hidden_size
     options = dict(device=lm.device, dtype=lm.dtype)
@@ -55,4 +56,13 @@ def _warm_up(lm) -> None:
             torch.randn(batch, dim, patch, **options),
             torch.full((batch,), 2.0, **options),
             2,
+        )
+    vae_param = next(vae.parameters())
+    for batch in WARM_UP_BATCHES:
+        state = vae.init_stream_state(batch, vae_param.device, vae_param.dtype)
+        vae.decode_stream(torch.zeros(batch, dim, patch, **options).to(vae_param.dtype), state)
+    for patches in WARM_UP_PATCHES[1:]:
+        state = vae.init_stream_state(1, vae_param.device, vae_param.dtype)
+        vae.decode_stream(
+            torch.zeros(1, dim, patches * patch, device=vae_param.device, dtype=vae_param.dtype), state
         )

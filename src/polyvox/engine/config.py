@@ -18,7 +18,7 @@ class EngineConfig:
     requests' prompt chunks in the same step as the running requests' next patches; "separate" gives
     prompt chunks steps of their own, the running requests waiting meanwhile (see BENCHMARKS.md).
     `attention_backend` "auto" uses flash-attn for CUDA fp16/bf16 batches when it is installed.
-    `compile` runs LocEnc and the LocDiT estimator through torch.compile (compiled at start).
+    `compile` runs LocEnc, the LocDiT estimator and the VAE decode through torch.compile (at start).
     """
 
     max_num_seqs: int = 256

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from polyvox.engine.compile import compile_patch_modules
+from polyvox.engine.compile import compile_step_modules
 from polyvox.engine.config import EngineConfig
 from polyvox.engine.graphs import AdvanceGraphs, DiTGraphs
 from polyvox.engine.scheduler import ScheduledChunk
@@ -67,7 +67,7 @@ class ModelRunner:
         vae_param = next(vae.parameters())
         self.vae_pool = VAEStatePool(vae, config.max_num_seqs, vae_param.device, vae_param.dtype)
         self.timings: dict[str, float] | None = None  # set to {} to accumulate seconds per phase
-        self.compiled = compile_patch_modules(lm, config.compile)
+        self.compiled = compile_step_modules(lm, vae, config.compile)
         use_graphs = config.cuda_graphs and self.device.type == "cuda"
         self.graphs = DiTGraphs(lm, config.max_graph_batch) if use_graphs else None
         self.advance_graphs = (
@@ -247,11 +247,17 @@ class ModelRunner:
                 s.vae_slot = pool.acquire()
                 if s.context_patches is not None:  # continuation: prime the decoder with the prompt's tail
                     slot = torch.tensor([s.vae_slot], device=pool.device)
-                    context = s.context_patches.to(pool.device, pool.dtype).flatten(0, 1).T.unsqueeze(0)
+                    context = (
+                        s.context_patches.to(pool.device, pool.dtype)
+                        .flatten(0, 1)
+                        .T.unsqueeze(0)
+                        .contiguous()
+                    )
                     _, primed = self.vae.decode_stream(context, pool.gather(slot))
                     pool.scatter(slot, primed)
         slots = torch.tensor([s.vae_slot for s in seqs], device=pool.device)
-        audio, state = self.vae.decode_stream(patches.transpose(1, 2).to(pool.dtype), pool.gather(slots))
+        latents = patches.transpose(1, 2).to(pool.dtype).contiguous()  # one layout: no recompiles
+        audio, state = self.vae.decode_stream(latents, pool.gather(slots))
         pool.scatter(slots, state)
         return audio.float()
 
