@@ -50,3 +50,23 @@ def test_too_long_audio_is_refused():
 def test_duration_of_a_file():
     assert audio_duration(encode_audio(tone(1.5, 24000), 24000, "flac")) == pytest.approx(1.5)
     assert audio_duration(stereo_wav_44k(0.75)) == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac"])
+@pytest.mark.parametrize("rate", [44100, 48000, 22050, 8000])
+def test_clips_decode_to_what_librosa_load_gives_the_official_code(tmp_path, fmt, rate):
+    """The official VoxCPM2 reads a reference with `librosa.load(path, sr=16000, mono=True)`."""
+    librosa = pytest.importorskip("librosa")
+    seconds = 1.3
+    t = np.arange(int(seconds * rate)) / rate
+    noise = np.random.default_rng(rate).standard_normal((2, t.size))
+    planes = np.stack([0.4 * np.sin(2 * np.pi * 300 * t), 0.2 * np.sin(2 * np.pi * 510 * t)]) + 0.05 * noise
+    pcm = (planes * 32767).astype(np.int16)
+    codec = "pcm_s16le" if fmt == "wav" else "flac"
+    data = pyav_file(pcm, rate, fmt, codec, "stereo", "s16p")
+    path = tmp_path / f"clip.{fmt}"
+    path.write_bytes(data)
+    expected, _ = librosa.load(path, sr=16000, mono=True)
+    got = decode_audio(data, 16000)
+    assert got.shape == expected.shape
+    assert np.abs(got - expected).max() <= 1e-6

@@ -100,6 +100,20 @@ def test_reference_cloning_waveform_matches_official(official_dir, ours):
     assert got.shape != zero_shot.shape or np.abs(got - zero_shot).max() > 1e-2  # the reference was used
 
 
+def test_a_stereo_44k_reference_clones_as_the_official_code_does(official_dir, ours, tmp_path):
+    model, _ = official_dir
+    rate = 44100
+    t = np.arange(int(0.8 * rate)) / rate
+    noise = 0.05 * np.random.default_rng(3).standard_normal((2, t.size))
+    planes = np.stack([0.3 * np.sin(2 * np.pi * 200 * t), 0.3 * np.sin(2 * np.pi * 260 * t)]) + noise
+    data = pyav_file((planes * 32767).astype(np.int16), rate, "wav", "pcm_s16le", "stereo", "s16p")
+    (tmp_path / "ref44.wav").write_bytes(data)
+    expected = _official_wave(model, seed=9, reference_wav_path=str(tmp_path / "ref44.wav"))
+    got = ours.synthesize(TEXT, reference=data, seed=9, **GEN)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+
+
 def test_continuation_waveform_matches_official(official_dir, ours):
     model, directory = official_dir
     prompt = directory / "prompt.wav"
