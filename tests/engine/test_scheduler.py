@@ -87,14 +87,31 @@ def test_separate_policy_gives_prompt_chunks_steps_of_their_own():
     sched, _ = make(max_tokens=8, policy="separate")
     first, second = seq(n_text=6), seq(n_text=12, offset=100)
     sched.add(first)
-    run_step(sched)
+    run_step(sched)  # its prompt, alone
+    run_step(sched)  # its first decode
     sched.add(second)
-    steps = [[(c.seq, c.start, c.end) for c in run_step(sched)] for _ in range(3)]
-    # the newcomer's chunked prompt runs alone, the running request waits, then both decode together
-    assert steps == [[(second, 0, 8)], [(second, 8, 12)], [(first, 6, 7), (second, 12, 13)]]
+    steps = [[(c.seq, c.start, c.end) for c in run_step(sched)] for _ in range(4)]
+    # a prompt chunk runs alone while the running request waits, but never two such steps in a row
+    assert steps == [
+        [(second, 0, 8)],
+        [(first, 7, 8), (second, 8, 12)],
+        [(first, 8, 9), (second, 12, 13)],
+        [(first, 9, 10), (second, 13, 14)],
+    ]
     while sched.has_work():
         run_step(sched)
     assert len(first.patches) == len(second.patches) == 8
+
+
+def test_separate_policy_keeps_decoding_while_requests_keep_arriving():
+    sched, _ = make(max_num_seqs=64, policy="separate")
+    first = seq(n_text=6)
+    sched.add(first)
+    run_step(sched)
+    for i in range(6):  # a newcomer before every step
+        sched.add(seq(n_text=6, offset=100 * (i + 1)))
+        run_step(sched)
+    assert len(first.patches) >= 4  # it advanced at least every other step
 
 
 def test_an_unknown_prefill_policy_is_refused():

@@ -5,12 +5,13 @@ prefill); then waiting sequences are admitted strictly in arrival order (no skip
 starves) while the token budget, `max_num_seqs` and free KV blocks allow. By default ("mixed")
 prefill chunks share a step with the running sequences' decode positions, so a newcomer's first
 patch comes out of the next full step and no running stream skips a step for it. The alternative,
-"separate" (steps with prompt work run only that), was measured against it (BENCHMARKS.md, "Prefill
-policy"): on the CPU it gave first audio sooner but lower throughput and longer gaps in the running
-streams; on a GPU, whose step costs about the same at batch 1 as at batch 64, every arrival would
-cost the running streams a whole step. Long prompts are chunked by the token budget so one clone
-reference cannot stall every stream. When KV blocks run out, the newest running sequence is
-preempted (its blocks freed; it is re-prefilled later from its prompt plus its generated patches).
+"separate" (a step with prompt work runs only that, and the step after it runs everyone, so no
+stream waits more than one step), was measured against it (BENCHMARKS.md, "Prefill policy"): on
+the CPU it gave first audio sooner but lower throughput and longer gaps in the running streams; on
+a GPU, whose step costs about the same at batch 1 as at batch 64, every arrival would cost the
+running streams a whole step. Long prompts are chunked by the token budget so one clone reference
+cannot stall every stream. When KV blocks run out, the newest running sequence is preempted (its
+blocks freed; it is re-prefilled later from its prompt plus its generated patches).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Scheduler:
         self.max_num_seqs = config.max_num_seqs
         self.max_num_batched_tokens = config.max_num_batched_tokens
         self.separate_prefills = config.prefill_policy == "separate"
+        self._last_prefills_only = False  # "separate": a prompt-only step is followed by a full one
         self.block_manager = block_manager
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
@@ -66,10 +68,12 @@ class Scheduler:
         return bool(self.waiting or self.running)
 
     def schedule(self) -> list[ScheduledChunk]:
-        if self.separate_prefills:
+        if self.separate_prefills and not self._last_prefills_only:
             prefills = self._schedule_prefills_only()
             if prefills:
+                self._last_prefills_only = True
                 return prefills
+        self._last_prefills_only = False
         budget = self.max_num_batched_tokens
         chunks: list[ScheduledChunk] = []
         preempted = False
