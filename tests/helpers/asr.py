@@ -46,16 +46,53 @@ def transcribe(audio: np.ndarray, sample_rate: int) -> str:
     return " ".join(segment.text.strip() for segment in segments)
 
 
-_NUMBER_WORDS = {
-    "0": "zero", "1": "one", "2": "two", "3": "three", "4": "four", "5": "five",
-    "6": "six", "7": "seven", "8": "eight", "9": "nine", "10": "ten",
-}  # fmt: skip
+_UNITS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+
+
+def _number_words(n: int) -> str:
+    """0..99 in words ("fifty", "twenty-one" as "twenty one"); larger numbers stay as digits."""
+    if n < 20:
+        return _UNITS[n]
+    if n < 100:
+        return _TENS[n // 10] + ("" if n % 10 == 0 else " " + _UNITS[n % 10])
+    return str(n)
+
+
+def _money(match: re.Match) -> str:
+    """Whisper writes an amount it heard as "$5.50": spell it as it was said."""
+    dollars, cents = int(match.group(1)), int(match.group(2) or 0)
+    words = f"{_number_words(dollars)} dollars"
+    return words + (f" and {_number_words(cents)} cents" if cents else "")
 
 
 def normalise_words(text: str) -> list[str]:
-    """Lower-case words without punctuation; small digits spelled out, so "7" matches "seven"."""
-    words = re.findall(r"[a-z0-9']+", text.lower().replace("’", "'"))
-    return [_NUMBER_WORDS.get(word, word) for word in words]
+    """Lower-case words without punctuation; numbers under 100 and dollar amounts spelled out, so "7"
+    matches "seven" and "$5.50" matches "five dollars and fifty cents"."""
+    text = re.sub(r"\$(\d+)(?:\.(\d\d))?", _money, text.lower().replace("’", "'"))
+    words = re.findall(r"[a-z0-9']+", text)
+    return [part for word in words for part in (_number_words(int(word)) if word.isdigit() else word).split()]
 
 
 def word_error_rate(reference: str, hypothesis: str) -> float:
