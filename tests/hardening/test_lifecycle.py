@@ -4,16 +4,10 @@ cache degrades to no caching; the open-server warning beyond loopback."""
 
 from __future__ import annotations
 
-import os
 import resource
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -21,50 +15,12 @@ import pytest
 
 from helpers.audio import decode
 from helpers.metrics import scrape, value
+from helpers.serve_process import polyvox_serve
 
 pytest.importorskip("piper")
 
 SPEECH = "/v1/audio/speech"
 LONG = " ".join(["The quick brown fox jumps over the lazy dog, and then it runs far away."] * 4)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextmanager
-def polyvox_serve(
-    *flags: str, env: dict[str, str] | None = None, preexec=None, host: str = "127.0.0.1"
-) -> Iterator[tuple[subprocess.Popen, str]]:
-    port = free_port()
-    command = [sys.executable, "-m", "polyvox.cli", "serve", "--host", host, "--port", str(port), *flags]
-    proc = subprocess.Popen(
-        command,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=preexec,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, proc.stdout.read()
-            try:
-                if httpx.get(f"{url}/ready").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "polyvox serve never became ready"
-            time.sleep(0.1)
-        yield proc, url
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_sigterm_under_load_drains_in_flight_requests_and_exits_0() -> None:
