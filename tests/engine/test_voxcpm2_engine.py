@@ -1,5 +1,5 @@
 """The async engine and `VoxCPM2Engine` on the tiny random VoxCPM2: streaming, cancellation, cloning,
-input errors, and 100 concurrent HTTP requests through the real server."""
+input errors, and engine metrics through the real server."""
 
 from __future__ import annotations
 
