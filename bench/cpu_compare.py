@@ -5,6 +5,8 @@ Both load the same checkpoint directory (default: a tiny random one written here
 exactly `--patches` patches per request (min_len = max_len), audio decode included.
 
     python bench/cpu_compare.py --concurrency 1,4,16 --patches 16 --json out.json
+
+`--compile` adds polyvox with `torch_compile` on (the official package compiles only on CUDA).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--concurrency", default="1,4,16")
     ap.add_argument("--patches", type=int, default=16)
     ap.add_argument("--official-requests", type=int, default=4)
+    ap.add_argument("--compile", action="store_true", help="also run polyvox with torch.compile")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     torch.manual_seed(0)
@@ -86,22 +89,26 @@ def main(argv: list[str] | None = None) -> dict:
             "patches": args.patches,
         }
         bundle = VoxCPM2.load(directory, device="cpu", dtype="float32")
-        engine = LLMEngine(
-            bundle.lm,
-            bundle.vae,
-            bundle.config,
-            EngineConfig(num_kv_blocks=4096),
-            torch.device("cpu"),
-            torch.float32,
-        )
-        runs = []
-        for c in [int(x) for x in args.concurrency.split(",")]:
-            prompts = [bundle.build_prompt(f"{i}: {TEXT}") for i in range(c)]
-            engine_bench.run_burst(engine, prompts, 2, 10, torch.device("cpu"))
-            run = engine_bench.run_burst(engine, prompts, args.patches, 10, torch.device("cpu"))
-            runs.append(run)
-            print("polyvox", json.dumps(run), flush=True)
-        results["polyvox"] = runs
+        for compiled in (False, True) if args.compile else (False,):
+            name = "polyvox_compiled" if compiled else "polyvox"
+            started = time.perf_counter()
+            engine = LLMEngine(
+                bundle.lm,
+                bundle.vae,
+                bundle.config,
+                EngineConfig(num_kv_blocks=4096, compile=compiled),
+                torch.device("cpu"),
+                torch.float32,
+            )
+            results[f"{name}_engine_start_s"] = round(time.perf_counter() - started, 1)
+            runs = []
+            for c in [int(x) for x in args.concurrency.split(",")]:
+                prompts = [bundle.build_prompt(f"{i}: {TEXT}") for i in range(c)]
+                engine_bench.run_burst(engine, prompts, 2, 10, torch.device("cpu"))
+                run = engine_bench.run_burst(engine, prompts, args.patches, 10, torch.device("cpu"))
+                runs.append(run)
+                print(name, json.dumps(run), flush=True)
+            results[name] = runs
         model = official_model(directory)
         run_official(model, 1, 2)
         results["official_sequential"] = run_official(model, args.official_requests, args.patches)
