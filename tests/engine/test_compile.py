@@ -4,12 +4,14 @@ eager in a mixed batch, and put back to eager when switched off."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch._dynamo.utils import counters
 
 from polyvox.engine.compile import COMPILED_MODULES
 
 
+@pytest.mark.timeout(900)  # a cold compile takes about two minutes on two cores
 def test_a_compiled_engine_gives_the_eager_outputs_and_can_be_switched_back(tiny, mixed):
     requests, alone = mixed
     engine = tiny.engine(max_num_batched_tokens=64, compile=True)
