@@ -36,9 +36,31 @@ TEXT = "The quick brown fox jumps over the lazy dog while the band plays on. "
 PATCH_S = 0.16
 
 
+SIZES = ("tiny", "full-depth", "full")
+
+
+def config_for(size: str) -> VoxCPM2Config:
+    """tiny, full, or full-depth: every layer count of the full model with the tiny one's widths (so
+    a step runs as many operators as the full model's, cheaply: a CPU stand-in for launch-bound GPU
+    steps; the VAE's depth does not change with its size)."""
+    if size == "tiny":
+        return VoxCPM2Config.tiny()
+    full = VoxCPM2Config.full()
+    if size == "full":
+        return full
+    if size != "full-depth":
+        raise ValueError(f"size must be one of {', '.join(SIZES)}")
+    data = VoxCPM2Config.tiny().model_dump()
+    data["lm_config"]["num_hidden_layers"] = full.lm_config.num_hidden_layers
+    data["residual_lm_num_layers"] = full.residual_lm_num_layers
+    data["encoder_config"]["num_layers"] = full.encoder_config.num_layers
+    data["dit_config"]["num_layers"] = full.dit_config.num_layers
+    return VoxCPM2Config.model_validate(data)
+
+
 def build_model(size: str, device: torch.device, dtype: torch.dtype, seed: int = 0):
     """Random weights drawn on the device: matrices N(0, 0.02), norms 1, biases 0 (as the anchors)."""
-    config = VoxCPM2Config.tiny() if size == "tiny" else VoxCPM2Config.full()
+    config = config_for(size)
     torch.manual_seed(seed)
     with torch.device(device):
         lm = VoxCPM2LM(config)
@@ -177,15 +199,15 @@ def check(device: torch.device) -> dict:
     def run(graphs: bool, batch: bool):
         ec = EngineConfig(num_kv_blocks=1024, cuda_graphs=graphs, max_graph_batch=16)
         if batch:
-            return [
-                lat
-                for lat, _ in LLMEngine(lm, vae, config, ec, device, torch.float32).generate(prompts, params)
-            ]
+            return LLMEngine(lm, vae, config, ec, device, torch.float32).generate(prompts, params)
         engine = LLMEngine(lm, vae, config, ec, device, torch.float32)
-        return [engine.generate([p], [sp])[0][0] for p, sp in zip(prompts, params, strict=True)]
+        return [engine.generate([p], [sp])[0] for p, sp in zip(prompts, params, strict=True)]
 
     def diff(a, b):
-        return max(float((x - y).abs().max()) for x, y in zip(a, b, strict=True))
+        return max(float((x[0] - y[0]).abs().max()) for x, y in zip(a, b, strict=True))
+
+    def audio_diff(a, b):
+        return max(float(abs(x[1] - y[1]).max()) for x, y in zip(a, b, strict=True))
 
     eager_alone = run(False, False)
     reference = [
@@ -198,16 +220,18 @@ def check(device: torch.device) -> dict:
     ]
     out = {
         "batched_vs_alone": diff(run(False, True), eager_alone),
-        "alone_vs_batch1_generator": diff(eager_alone, reference),
+        "alone_vs_batch1_generator": diff(eager_alone, [(r, None) for r in reference]),
     }
     if device.type == "cuda":
-        out["graphs_batched_vs_eager_alone"] = diff(run(True, True), eager_alone)
+        graphed = run(True, True)
+        out["graphs_batched_vs_eager_alone"] = diff(graphed, eager_alone)
+        out["graphs_audio_vs_eager_alone"] = audio_diff(graphed, eager_alone)
     return out
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size", choices=["tiny", "full"], default="tiny")
+    ap.add_argument("--size", choices=SIZES, default="tiny")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--dtype", choices=["auto", "bfloat16", "float32"], default="auto")
     ap.add_argument("--concurrency", default="1,4,16")
@@ -323,6 +347,7 @@ def main(argv: list[str] | None = None) -> dict:
     results["graphs_in_use"] = {
         "dit_solve": engine.runner.graphs is not None and not engine.runner.graphs.disabled,
         "lm_advance": engine.runner.advance_graphs is not None,
+        "vae_decode": engine.runner.vae_graphs is not None and not engine.runner.vae_graphs.disabled,
     }
     results["prefix_cache_hit_rate"] = round(stats.prefix_cache_hit_rate, 3)
     if args.json:

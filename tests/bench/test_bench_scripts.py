@@ -69,3 +69,17 @@ def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
     assert [r["concurrency"] for r in summary["engine_full"]["runs"]] == [1, 2]
     assert set(summary["profile"]) == {"1", "2"}
     assert "==== SUMMARY ====" in completed.stdout
+
+
+def test_op_count_counts_every_phase_of_a_decode_step_at_full_depth(tmp_path):
+    out = tmp_path / "ops.json"
+    command = [sys.executable, "bench/op_count.py", "--size", "full-depth", "--batch", "1,3"]
+    subprocess.run([*command, "--json", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=300)
+    steps = json.loads(out.read_text())["steps"]
+    assert [s["batch"] for s in steps] == [1, 3]
+    for step in steps:
+        assert {"advance", "dit_solve", "vae_decode"} <= step["ops"].keys()
+        assert step["ops_total"] == sum(step["ops"].values())
+    # the model's operators do not multiply with the batch: one batched call serves every sequence
+    assert steps[1]["ops"]["advance"] == steps[0]["ops"]["advance"]
+    assert steps[1]["ops"]["dit_solve"] == steps[0]["ops"]["dit_solve"]

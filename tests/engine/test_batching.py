@@ -7,6 +7,7 @@ import torch
 
 from polyvox.engine.graphs import AdvanceGraphs
 from polyvox.engine.sequence import SamplingParams, SequenceStatus
+from polyvox.engine.vae_graphs import VAEDecodeGraphs
 from polyvox.models.voxcpm2.generate import generate_latent_sequence
 
 ATOL = 1e-4
@@ -175,3 +176,17 @@ def test_the_fixed_shape_advance_used_by_cuda_graphs_gives_the_same_output(tiny,
         assert_same(g, want)
     assert engine.block_manager.num_free == engine.block_manager.num_blocks
     assert engine.runner.vae_pool.in_use == 0  # every decoder state slot is back too
+
+
+def test_the_padded_vae_decode_used_by_cuda_graphs_gives_the_same_audio(tiny, mixed):
+    """The padded decode CUDA graphs replay (bucketed batch, padding rows in the scratch slot), run
+    eagerly here: every stream's audio is its audio alone, continuations included."""
+    requests, alone = mixed
+    engine = tiny.engine(max_num_batched_tokens=64, max_graph_batch=16)
+    runner = engine.runner
+    runner.vae_graphs = VAEDecodeGraphs(tiny.vae, runner.vae_pool, 16, capture=False)
+    got = engine.generate([p for p, _ in requests], [sp for _, sp in requests])
+    assert len(runner.vae_graphs.statics) > 1  # several batch buckets were exercised
+    for g, want in zip(got, alone, strict=True):
+        assert_same(g, want)
+    assert engine.runner.vae_pool.in_use == 0

@@ -20,6 +20,7 @@ from polyvox.engine.config import EngineConfig
 from polyvox.engine.graphs import AdvanceGraphs, DiTGraphs
 from polyvox.engine.scheduler import ScheduledChunk
 from polyvox.engine.sequence import Sequence
+from polyvox.engine.vae_graphs import VAEDecodeGraphs
 from polyvox.engine.vae_state_pool import VAEStatePool
 from polyvox.models.voxcpm2.attention import AttentionMetadata, compare_backends, use_backend
 from polyvox.models.voxcpm2.kv_cache import PagedKVCache
@@ -81,6 +82,11 @@ class ModelRunner:
                 True,
             )
             if use_graphs
+            else None
+        )
+        self.vae_graphs = (
+            VAEDecodeGraphs(vae, self.vae_pool, config.max_graph_batch, True)
+            if use_graphs and self.vae_pool.device.type == "cuda"
             else None
         )
 
@@ -259,8 +265,17 @@ class ModelRunner:
                     )
                     _, primed = self.vae.decode_stream(context, pool.gather(slot))
                     pool.scatter(slot, primed)
-        slots = torch.tensor([s.vae_slot for s in seqs], device=pool.device)
         latents = patches.transpose(1, 2).to(pool.dtype).contiguous()  # one layout: no recompiles
+        if self.vae_graphs is not None:
+            try:
+                audio = self.vae_graphs(latents, [s.vae_slot for s in seqs])
+            except Exception as exc:  # a capture failure (it touches only the scratch slot): go eager
+                log.warning("CUDA graph for the VAE decode failed (%s); it runs eagerly", exc)
+                self.vae_graphs = None
+                audio = None
+            if audio is not None:
+                return audio
+        slots = torch.tensor([s.vae_slot for s in seqs], device=pool.device)
         audio, state = self.vae.decode_stream(latents, pool.gather(slots))
         pool.scatter(slots, state)
         return audio.float()

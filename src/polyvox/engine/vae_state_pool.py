@@ -1,6 +1,7 @@
 """The streaming VAE decoder's state of every request, kept in one set of device buffers indexed by
 slot, so a step gathers and scatters the whole batch's state with two operations per buffer instead
-of slicing and concatenating per request."""
+of slicing and concatenating per request. Slot 0 is scratch, never handed out: the padding rows of a
+CUDA-graph batch decode into it."""
 
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ from polyvox.models.voxcpm2.audio_vae import AudioVAE, StreamState
 
 
 class VAEStatePool:
+    scratch_slot = 0
+
     def __init__(self, vae: AudioVAE, capacity: int, device: torch.device, dtype: torch.dtype):
         self.vae, self.device, self.dtype = vae, device, dtype
-        self.buffers = vae.init_stream_state(capacity, device, dtype).buffers
-        self.free = list(range(capacity - 1, -1, -1))
+        self.buffers = vae.init_stream_state(capacity + 1, device, dtype).buffers
+        self.free = list(range(capacity, 0, -1))
+        self.generation = 0  # bumped when the buffers move (captured graphs then hold stale ones)
 
     @property
     def capacity(self) -> int:
-        return self.buffers[0].shape[0]
+        return self.buffers[0].shape[0] - 1
 
     @property
     def in_use(self) -> int:
@@ -43,7 +47,8 @@ class VAEStatePool:
             buffer.index_copy_(0, slots, value.to(buffer.dtype))
 
     def _grow(self) -> None:
-        old = self.capacity
-        extra = self.vae.init_stream_state(old, self.device, self.dtype).buffers
+        rows = self.buffers[0].shape[0]
+        extra = self.vae.init_stream_state(rows, self.device, self.dtype).buffers
         self.buffers = [torch.cat([buffer, more]) for buffer, more in zip(self.buffers, extra, strict=True)]
-        self.free.extend(range(2 * old - 1, old - 1, -1))
+        self.free.extend(range(2 * rows - 1, rows - 1, -1))
+        self.generation += 1

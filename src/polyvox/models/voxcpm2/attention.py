@@ -96,6 +96,51 @@ class AttentionMetadata:
         )
 
 
+@dataclass(slots=True)
+class AttentionPlan:
+    """What every layer's attention over one batch shares, built once per forward instead of per layer:
+    the SDPA mask and the packing of new tokens into `[B, max_q]` rows (None for decode), or
+    flash-attn's key layout."""
+
+    mask: torch.Tensor | None = None  # Bool[B, 1, max_q, max_ctx]
+    seq_ids: torch.Tensor | None = None  # Long[N] row of each new token (prefill only)
+    offsets: torch.Tensor | None = None  # Long[N] its place in that row
+    flash: bool = False
+    valid_keys: torch.Tensor | None = None  # Bool[B, max_ctx] (flash prefill)
+    cu_seqlens_k: torch.Tensor | None = None  # Int[B+1] (flash prefill)
+
+
+def plan_attention(meta: AttentionMetadata, like: torch.Tensor) -> AttentionPlan:
+    """The shared part of attention for a batch whose queries have `like`'s dtype and device."""
+    device = meta.context_lens.device
+    batch, max_q, max_ctx = meta.num_seqs, meta.max_query_len, meta.max_context_len
+    lens = meta.context_lens
+    if _flash_applies(like):
+        return AttentionPlan(flash=True) if max_q == 1 else _flash_prefill_plan(meta)
+    query_lens = meta.query_start_loc[1:] - meta.query_start_loc[:-1]
+    plan = AttentionPlan()
+    if max_q > 1:
+        total = int(meta.positions.shape[0])
+        plan.seq_ids = torch.repeat_interleave(
+            torch.arange(batch, device=device), query_lens, output_size=total
+        )
+        plan.offsets = torch.arange(total, device=device) - meta.query_start_loc[plan.seq_ids]
+    # Key j is visible to query i of a sequence iff j <= cached + i and j < context length.
+    # Padded query rows still see key 0, so no row is fully masked (no NaN); they are dropped.
+    cached = (lens - query_lens).view(batch, 1, 1)
+    key_idx = torch.arange(max_ctx, device=device).view(1, 1, max_ctx)
+    query_idx = torch.arange(max_q, device=device).view(1, max_q, 1)
+    plan.mask = ((key_idx <= cached + query_idx) & (key_idx < lens.view(batch, 1, 1))).unsqueeze(1)
+    return plan
+
+
+def _flash_prefill_plan(meta: AttentionMetadata) -> AttentionPlan:
+    lens = meta.context_lens
+    valid = torch.arange(meta.max_context_len, device=lens.device).view(1, -1) < lens.view(-1, 1)
+    cu_seqlens_k = F.pad(lens.cumsum(0), (1, 0)).to(torch.int32)
+    return AttentionPlan(flash=True, valid_keys=valid, cu_seqlens_k=cu_seqlens_k)
+
+
 def paged_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -103,51 +148,39 @@ def paged_attention(
     meta: AttentionMetadata,
     k_pool: torch.Tensor,
     v_pool: torch.Tensor,
+    plan: AttentionPlan | None = None,
 ) -> torch.Tensor:
     """Causal GQA attention of the new tokens `q [N, H, hd]` (`k`, `v [N, KVH, hd]`).
 
     `k_pool`, `v_pool` are one layer's pools `[blocks, block_size, KVH, hd]`; the new K/V are
-    written into them first, so each token also sees itself.
+    written into them first, so each token also sees itself. `plan` is `plan_attention(meta, q)`,
+    made here when not given.
     """
-    num_blocks, block_size, kv_heads, head_dim = k_pool.shape
+    plan = plan or plan_attention(meta, q)
+    _, _, kv_heads, head_dim = k_pool.shape
     k_pool.view(-1, kv_heads, head_dim).index_copy_(0, meta.slot_mapping, k.to(k_pool.dtype))
     v_pool.view(-1, kv_heads, head_dim).index_copy_(0, meta.slot_mapping, v.to(v_pool.dtype))
-
-    batch, max_q, max_ctx = meta.num_seqs, meta.max_query_len, meta.max_context_len
     keys, values = gather_context(meta, k_pool, v_pool)
 
-    if _flash_applies(q):
-        return _flash_attention(_flash, q, keys.to(q.dtype), values.to(q.dtype), meta)
+    if plan.flash:
+        return _flash_attention(_flash, q, keys.to(q.dtype), values.to(q.dtype), meta, plan)
 
-    query_lens = meta.query_start_loc[1:] - meta.query_start_loc[:-1]
-    if max_q == 1:
-        seq_ids = offsets = None
+    batch, max_q = meta.num_seqs, meta.max_query_len
+    if plan.seq_ids is None:
         queries = q.view(batch, 1, *q.shape[1:])
     else:
-        seq_ids = torch.repeat_interleave(
-            torch.arange(batch, device=q.device), query_lens, output_size=q.shape[0]
-        )
-        offsets = torch.arange(q.shape[0], device=q.device) - meta.query_start_loc[seq_ids]
         queries = q.new_zeros(batch, max_q, *q.shape[1:])
-        queries[seq_ids, offsets] = q
-
-    # Key j is visible to query i of a sequence iff j <= cached + i and j < context length.
-    # Padded query rows still see key 0, so no row is fully masked (no NaN); they are dropped.
-    cached = (meta.context_lens - query_lens).view(batch, 1, 1)
-    key_idx = torch.arange(max_ctx, device=q.device).view(1, 1, max_ctx)
-    query_idx = torch.arange(max_q, device=q.device).view(1, max_q, 1)
-    mask = (key_idx <= cached + query_idx) & (key_idx < meta.context_lens.view(batch, 1, 1))
-
+        queries[plan.seq_ids, plan.offsets] = q
     out = F.scaled_dot_product_attention(
         queries.transpose(1, 2),
         keys.transpose(1, 2).to(q.dtype),
         values.transpose(1, 2).to(q.dtype),
-        attn_mask=mask.unsqueeze(1),
+        attn_mask=plan.mask,
         enable_gqa=True,
     ).transpose(1, 2)
-    if seq_ids is None:
+    if plan.seq_ids is None:
         return out.reshape(q.shape)
-    return out[seq_ids, offsets]
+    return out[plan.seq_ids, plan.offsets]
 
 
 def gather_context(meta: AttentionMetadata, k_pool: torch.Tensor, v_pool: torch.Tensor):
@@ -193,7 +226,7 @@ def compare_backends(
     return worst
 
 
-def _flash_attention(flash, q, keys, values, meta: AttentionMetadata) -> torch.Tensor:
+def _flash_attention(flash, q, keys, values, meta: AttentionMetadata, plan: AttentionPlan | None = None):
     """flash-attn over the gathered context `keys`, `values [B, max_ctx, KVH, hd]` (any block size:
     its own paged kernels want blocks of 256). Its causal mask is aligned bottom-right, so query i of
     a sequence sees its cached keys plus new keys up to i — the same rule as the SDPA mask."""
@@ -202,15 +235,14 @@ def _flash_attention(flash, q, keys, values, meta: AttentionMetadata) -> torch.T
             q.unsqueeze(1), keys, values, cache_seqlens=meta.context_lens.to(torch.int32), causal=True
         )
         return out.squeeze(1)
-    lens = meta.context_lens
-    valid = torch.arange(meta.max_context_len, device=q.device).view(1, -1) < lens.view(-1, 1)
-    cu_seqlens_k = F.pad(lens.cumsum(0), (1, 0)).to(torch.int32)
+    if plan is None or plan.valid_keys is None:
+        plan = _flash_prefill_plan(meta)
     return flash.flash_attn_varlen_func(
         q,
-        keys[valid],
-        values[valid],
+        keys[plan.valid_keys],
+        values[plan.valid_keys],
         cu_seqlens_q=meta.query_start_loc.to(torch.int32),
-        cu_seqlens_k=cu_seqlens_k,
+        cu_seqlens_k=plan.cu_seqlens_k,
         max_seqlen_q=meta.max_query_len,
         max_seqlen_k=meta.max_context_len,
         causal=True,

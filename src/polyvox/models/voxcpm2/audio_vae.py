@@ -264,6 +264,12 @@ class CausalDecoder(nn.Module):
             self.sr_cond_model = None
             return
         self.register_buffer("sr_bin_boundaries", torch.tensor(config.sr_bin_boundaries, dtype=torch.int32))
+        # the output rate's bin, kept on the module's device (no host-to-device copy per decode, which
+        # a CUDA graph could not capture)
+        out_rate = torch.tensor([config.out_sample_rate], dtype=torch.int32)
+        self.register_buffer(
+            "out_rate_bin", torch.bucketize(out_rate, self.sr_bin_boundaries), persistent=False
+        )
         buckets = len(config.sr_bin_boundaries) + 1
         self.sr_cond_model = nn.ModuleList(
             SampleRateConditionLayer(
@@ -309,8 +315,7 @@ class AudioVAE(nn.Module):
     def _sr_idx(self, device: torch.device) -> torch.Tensor | None:
         if self.decoder.sr_cond_model is None:
             return None
-        rate = torch.tensor([self.out_sample_rate], dtype=torch.int32, device=device)
-        return torch.bucketize(rate, self.decoder.sr_bin_boundaries)
+        return self.decoder.out_rate_bin.to(device)
 
     @torch.inference_mode()
     def encode(self, wav: torch.Tensor) -> torch.Tensor:

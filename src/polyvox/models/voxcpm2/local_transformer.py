@@ -32,7 +32,7 @@ class LocalTransformer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rope = None
         if self.rope_emb is not None:
-            rope = self.rope_emb(torch.arange(x.shape[1], device=x.device))
+            rope = self.rope_emb.window(x.shape[1])
         for layer in self.layers:
             x = layer(x, rope, _full_attention)
         return self.norm(x)

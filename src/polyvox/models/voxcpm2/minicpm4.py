@@ -2,6 +2,11 @@
 
 `MiniCPM4Model` is the causal, paged form used by the base and residual LMs; the layers are
 shared with the non-causal local transformers of LocEnc/LocDiT (`local_transformer.py`).
+
+A step is bound by how many operators it launches, so the layers launch few: q/k/v come from one
+projection and gate/up from another (`fused_linear.py`; state dicts keep the official names), the
+norm is `F.rms_norm` (one fused kernel on CUDA), RoPE rotates q and k together, and the attention
+mask is built once per forward for all layers.
 """
 
 from __future__ import annotations
@@ -10,10 +15,12 @@ import math
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from .attention import AttentionMetadata, paged_attention
+from .attention import AttentionMetadata, paged_attention, plan_attention
 from .config import LMConfig
+from .fused_linear import FusedLinear, keep_official_names
 from .kv_cache import PagedKVCache
 
 # (q [..., H, hd], k [..., KVH, hd], v) -> attention output [..., H, hd]
@@ -27,15 +34,17 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        variance = x.float().pow(2).mean(dim=-1, keepdim=True)
-        return (x * torch.rsqrt(variance + self.eps)).to(x.dtype) * self.weight
+        # x * rsqrt(mean(x²) + eps) * weight, in fp32 inside (in bf16 the official code rounds once
+        # more, before the weight: results differ by at most a bf16 unit in the last place)
+        return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
 
 
 class LongRoPE(nn.Module):
     """LongRoPE cos/sin tables, indexed by explicit positions.
 
     The tables are built in fp32 and follow the module's dtype like the reference (rounded to
-    bf16 when the model is), so the rotation matches it in every dtype.
+    bf16 when the model is), so the rotation matches it in every dtype. The sin table's first half
+    is stored negated (see `apply_rope`).
     """
 
     def __init__(self, config: LMConfig, max_positions: int | None = None) -> None:
@@ -51,25 +60,27 @@ class LongRoPE(nn.Module):
         t = torch.arange(max_positions or config.max_position_embeddings, dtype=torch.float32)
         freqs = torch.outer(t, 1.0 / factors) * inv_freq
         emb = torch.cat((freqs, freqs), dim=-1)
+        sign = torch.cat((-torch.ones(dim // 2), torch.ones(dim // 2)))
         self.register_buffer("cos_cached", emb.cos() * attention_factor, persistent=False)
-        self.register_buffer("sin_cached", emb.sin() * attention_factor, persistent=False)
+        self.register_buffer("sin_cached", emb.sin() * attention_factor * sign, persistent=False)
 
     def forward(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.cos_cached[positions], self.sin_cached[positions]
 
+    def window(self, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The tables for positions 0..length-1 (views: no operator runs)."""
+        return self.cos_cached[:length], self.sin_cached[:length]
 
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
 
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+    """Rotate `x [..., L, heads, hd]` by the per-token `cos`, `signed_sin [L, hd]`, in fp32.
 
-def apply_rope(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
-    """Rotate `q [..., L, H, hd]` and `k` by the per-token `cos`, `sin [L, hd]` (in fp32)."""
-    cos, sin = cos.unsqueeze(-2), sin.unsqueeze(-2)
-    qf, kf = q.float(), k.float()
-    q_out = qf * cos + _rotate_half(qf) * sin
-    k_out = kf * cos + _rotate_half(kf) * sin
-    return q_out.to(q.dtype), k_out.to(k.dtype)
+    The usual `x * cos + rotate_half(x) * sin`, where rotate_half([x1, x2]) = [-x2, x1]: rolling x by
+    half a head gives [x2, x1], and the sign lives in the table, so it takes four operators, not six.
+    """
+    xf = x.float()
+    rolled = xf.roll(x.shape[-1] // 2, dims=-1)
+    return (xf * cos.unsqueeze(-2) + rolled * signed_sin.unsqueeze(-2)).to(x.dtype)
 
 
 class MiniCPMAttention(nn.Module):
@@ -79,29 +90,31 @@ class MiniCPMAttention(nn.Module):
         self.num_kv_heads = config.num_key_value_heads
         self.head_dim = config.head_dim
         hidden = config.hidden_size
-        self.q_proj = nn.Linear(hidden, self.num_heads * self.head_dim, bias=False)
-        self.k_proj = nn.Linear(hidden, self.num_kv_heads * self.head_dim, bias=False)
-        self.v_proj = nn.Linear(hidden, self.num_kv_heads * self.head_dim, bias=False)
-        self.o_proj = nn.Linear(self.num_heads * self.head_dim, hidden, bias=False)
+        q, kv = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
+        self.qkv_proj = FusedLinear(hidden, {"q_proj": q, "k_proj": kv, "v_proj": kv})
+        keep_official_names(self, "qkv_proj")
+        self.o_proj = nn.Linear(q, hidden, bias=False)
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None, attend: AttendFn):
-        q = self.q_proj(x).unflatten(-1, (self.num_heads, self.head_dim))
-        k = self.k_proj(x).unflatten(-1, (self.num_kv_heads, self.head_dim))
-        v = self.v_proj(x).unflatten(-1, (self.num_kv_heads, self.head_dim))
+        qkv = self.qkv_proj(x).unflatten(-1, (self.num_heads + 2 * self.num_kv_heads, self.head_dim))
+        qk, v = qkv.split((self.num_heads + self.num_kv_heads, self.num_kv_heads), dim=-2)
         if rope is not None:
-            q, k = apply_rope(q, k, *rope)
+            qk = apply_rope(qk, *rope)
+        q, k = qk.split((self.num_heads, self.num_kv_heads), dim=-2)
         return self.o_proj(attend(q, k, v).flatten(-2))
 
 
 class MiniCPMMLP(nn.Module):
     def __init__(self, config: LMConfig) -> None:
         super().__init__()
-        self.gate_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
-        self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
-        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+        inter = config.intermediate_size
+        self.gate_up_proj = FusedLinear(config.hidden_size, {"gate_proj": inter, "up_proj": inter})
+        keep_official_names(self, "gate_up_proj")
+        self.down_proj = nn.Linear(inter, config.hidden_size, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        return self.down_proj(F.silu(gate) * up)
 
 
 class MiniCPMDecoderLayer(nn.Module):
@@ -140,12 +153,13 @@ class MiniCPM4Model(nn.Module):
 
     def forward(self, embeds: torch.Tensor, meta: AttentionMetadata, kv: PagedKVCache) -> torch.Tensor:
         rope = self.rope_emb(meta.positions) if self.rope_emb is not None else None
+        plan = plan_attention(meta, embeds)
         x = embeds
         for index, layer in enumerate(self.layers):
             k_pool, v_pool = kv.layer(index)
 
             def attend(q, k, v, k_pool=k_pool, v_pool=v_pool):
-                return paged_attention(q, k, v, meta, k_pool, v_pool)
+                return paged_attention(q, k, v, meta, k_pool, v_pool, plan)
 
             x = layer(x, rope, attend)
         return self.norm(x)
