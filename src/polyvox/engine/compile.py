@@ -11,7 +11,8 @@ import torch
 
 log = logging.getLogger(__name__)
 
-COMPILED_MODULES = ("feat_encoder", "feat_decoder.estimator")  # their `forward` is compiled
+# (module, method): LocEnc whole; of the LocDiT, what each solver step runs
+COMPILED_METHODS = (("feat_encoder", "forward"), ("feat_decoder.estimator", "velocity"))
 WARM_UP_BATCHES = (1, 2, 3)  # 1 is specialised; 2 then 3 makes the batch dimension dynamic
 WARM_UP_PATCHES = (1, 2, 3)  # VAE latents: one patch per step, several when priming a continuation
 
@@ -21,7 +22,8 @@ def compile_step_modules(lm, vae, enabled: bool = True) -> bool:
     (`enabled=False` puts the eager versions back). Returns whether the compiled versions are in use.
 
     Only bound methods are replaced, so parameter names, checkpoints and state_dicts are unchanged."""
-    targets = [(lm.get_submodule(name), "forward") for name in COMPILED_MODULES] + [(vae, "decode_stream")]
+    targets = [(lm.get_submodule(name), method) for name, method in COMPILED_METHODS]
+    targets.append((vae, "decode_stream"))
     if not enabled:
         _uncompile(targets)
         return False

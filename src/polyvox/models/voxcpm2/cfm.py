@@ -46,15 +46,16 @@ class UnifiedCFM(nn.Module):
         t_span = sway_time_span(n_timesteps, mu.dtype, mu.device, self.sway_sampling_coef)
         zero_steps = max(1, int(len(t_span) * 0.04))
         guidance = cfg_value.to(mu.dtype).view(batch, 1, 1)
+        # the conditioned and unconditioned (mu zeroed) halves of every estimator call; what does not
+        # change between steps (and the one time and step size all rows share) is computed once
         mu_in = torch.cat([mu, torch.zeros_like(mu)])
-        cond_in = torch.cat([cond, cond])
-        dt_in = mu.new_zeros(2 * batch)
+        condition = self.estimator.condition(mu_in, torch.cat([cond, cond]), mu.new_zeros(1))
 
         x = noise.to(mu.dtype)
         t, dt = t_span[0], t_span[0] - t_span[1]
         for step in range(1, len(t_span)):
             if step > zero_steps:
-                velocity = self.estimator(torch.cat([x, x]), mu_in, t.expand(2 * batch), cond_in, dt_in)
+                velocity = self.estimator.velocity(torch.cat([x, x]), t.view(1), condition)
                 positive, negative = velocity[:batch], velocity[batch:]
                 scale = optimized_scale(positive.reshape(batch, -1), negative.reshape(batch, -1)).view(
                     batch, 1, 1

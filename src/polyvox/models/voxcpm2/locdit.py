@@ -14,6 +14,9 @@ from torch import nn
 from .config import LMConfig
 from .local_transformer import LocalTransformer
 
+# (conditioning tokens [N, k, hidden], previous-patch tokens [N, P', hidden], dt embedding [N|1, hidden])
+Condition = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
 
 def sinusoidal_embedding(t: torch.Tensor, dim: int, scale: float = 1000.0) -> torch.Tensor:
     """`t [N]` -> `[N, dim]` (sin half, then cos half), in `t`'s dtype."""
@@ -52,11 +55,21 @@ class LocDiT(nn.Module):
 
         `mu [N, k*hidden]` is the conditioning (k tokens), `cond [N, D, P']` the previous patch.
         """
+        return self.velocity(x, t, self.condition(mu, cond, dt))
+
+    def condition(self, mu: torch.Tensor, cond: torch.Tensor, dt: torch.Tensor) -> Condition:
+        """What stays fixed through a solve, computed once for all its steps: the conditioning
+        tokens, the projected previous patch and the step-size embedding (`dt [N]` or `[1]`)."""
+        cond_tokens = self.cond_proj(cond.transpose(1, 2))
+        dt_embed = self.delta_time_mlp(sinusoidal_embedding(dt, self.hidden_size).to(cond_tokens.dtype))
+        return mu.view(cond.shape[0], -1, self.hidden_size), cond_tokens, dt_embed
+
+    def velocity(self, x: torch.Tensor, t: torch.Tensor, condition: Condition) -> torch.Tensor:
+        """The velocity at times `t` (`[N]`, or `[1]` for one time shared by every row)."""
+        mu_tokens, cond_tokens, dt_embed = condition
         x = self.in_proj(x.transpose(1, 2))
-        cond = self.cond_proj(cond.transpose(1, 2))
-        time = self.time_mlp(sinusoidal_embedding(t, self.hidden_size).to(x.dtype))
-        time = time + self.delta_time_mlp(sinusoidal_embedding(dt, self.hidden_size).to(x.dtype))
-        mu = mu.view(x.shape[0], -1, self.hidden_size)
-        hidden = self.decoder(torch.cat([mu, time.unsqueeze(1), cond, x], dim=1))
-        start = mu.shape[1] + 1 + cond.shape[1]
+        time = self.time_mlp(sinusoidal_embedding(t, self.hidden_size).to(x.dtype)) + dt_embed
+        time = time.unsqueeze(1).expand(x.shape[0], 1, -1)
+        hidden = self.decoder(torch.cat([mu_tokens, time, cond_tokens, x], dim=1))
+        start = mu_tokens.shape[1] + 1 + cond_tokens.shape[1]
         return self.out_proj(hidden[:, start:]).transpose(1, 2)
