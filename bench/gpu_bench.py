@@ -11,8 +11,9 @@ reference; and copy `../shared/anchors/*.py` into `.anchors/` (git-ignored). The
       && export PYTHONPATH=/tmp/site:src; python3 bench/gpu_bench.py     # carry: .whl, .anchors
 
 Sections, in order of need (each skipped when the budget runs short): smoke (tiny, correctness
-checks), the engine table, the official reference (eager and compiled), a step profile, the engine
-with torch.compile at c=64, the two prefill policies under arriving load.
+checks), the engine table, the official reference (eager and compiled), a step profile, decode
+attention in both SDPA forms, the engine with torch.compile at c=64, the two prefill policies under
+arriving load.
 `BUDGET_S` (default 480) bounds the whole run; `DEVICE=cpu SIZE=tiny` dry-runs it on a CPU;
 `SECTIONS=smoke_tiny,engine_full,...` runs only those.
 """
@@ -169,6 +170,13 @@ def main() -> None:
         sections["official_reference"] = run("official_reference", [py, str(anchors)], ref_budget, ref_env)
     if left() > 40:
         sections["profile"] = run("profile", [py, __file__, "profile"], min(50, left() - 50), env)
+    if left() > 30:  # decode attention: folded query heads vs SDPA's enable_gqa with a mask
+        sections["attention"] = run(
+            "attention",
+            [py, "bench/attention_bench.py", "--device", DEVICE, "--batch", "1,64,256", "--context", "512",
+             "--json", str(OUT / "attention.json")],
+            min(40, left() - 20), env,
+        )  # fmt: skip
     if left() > 45:  # torch.compile of LocEnc + LocDiT at start, then the c=64 row again
         sections["engine_compiled"] = run(
             "engine_compiled",
@@ -191,6 +199,7 @@ def main() -> None:
         "engine_full",
         "engine_compiled",
         "profile",
+        "attention",
         "policy_mixed",
         "policy_separate",
         f"voxcpm_reference_{SIZE}",
@@ -224,6 +233,8 @@ def main() -> None:
     for tag in ("eager", "compiled"):
         if f"{tag}_rtf" in ref:
             print(f"official {tag}: rtf {ref[f'{tag}_rtf']}  ttfa {ref.get(f'{tag}_stream_ttfa_s')}s")
+    for r in summary.get("attention", {}).get("rows", []):
+        print(f"attention b={r['batch']}: folded {r['folded_ms']}ms  enable_gqa {r['enable_gqa_ms']}ms")
     print("smoke:", summary.get("smoke_tiny", {}).get("check_max_latent_diff"))
     print("graphs in use:", full.get("graphs_in_use"), " attention:", full.get("attention_backend"))
     print("sections:", json.dumps(sections))

@@ -54,7 +54,7 @@ def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
         "SIZE": "tiny",
         "CONCURRENCY": "1,2",
         "PROFILE_BATCHES": "1,2",
-        "SECTIONS": "smoke_tiny,engine_full,profile",
+        "SECTIONS": "smoke_tiny,engine_full,profile,attention",
         "OUT": str(tmp_path),
         "BUDGET_S": "280",
     }
@@ -64,11 +64,11 @@ def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
     assert completed.returncode == 0, completed.stdout[-2000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     ran = {name: s["rc"] for name, s in summary["sections"].items()}
-    assert ran["smoke_tiny"] == ran["engine_full"] == ran["profile"] == 0
+    assert ran["smoke_tiny"] == ran["engine_full"] == ran["profile"] == ran["attention"] == 0
     assert ran["engine_compiled"] == "skipped"
     assert [r["concurrency"] for r in summary["engine_full"]["runs"]] == [1, 2]
     assert set(summary["profile"]) == {"1", "2"}
-    assert "==== SUMMARY ====" in completed.stdout
+    assert "==== SUMMARY ====" in completed.stdout and "attention b=64" in completed.stdout
 
 
 def test_op_count_counts_every_phase_of_a_decode_step_at_full_depth(tmp_path):
@@ -83,3 +83,23 @@ def test_op_count_counts_every_phase_of_a_decode_step_at_full_depth(tmp_path):
     # the model's operators do not multiply with the batch: one batched call serves every sequence
     assert steps[1]["ops"]["advance"] == steps[0]["ops"]["advance"]
     assert steps[1]["ops"]["dit_solve"] == steps[0]["ops"]["dit_solve"]
+
+
+def test_attention_bench_times_both_forms_and_they_agree(tmp_path):
+    out = tmp_path / "attention.json"
+    command = [
+        sys.executable,
+        "bench/attention_bench.py",
+        "--device",
+        "cpu",
+        "--batch",
+        "1,5",
+        "--context",
+        "40",
+    ]
+    subprocess.run([*command, "--repeats", "2", "--json", str(out)], cwd=ROOT, check=True, timeout=300)
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["batch"] for r in rows] == [1, 5]
+    for row in rows:
+        assert row["max_abs_diff"] < 1e-5  # fp32: the folded form computes the same attention
+        assert row["folded_ms"] > 0 and row["enable_gqa_ms"] > 0

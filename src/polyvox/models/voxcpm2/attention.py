@@ -102,7 +102,7 @@ class AttentionPlan:
     the SDPA mask and the packing of new tokens into `[B, max_q]` rows (None for decode), or
     flash-attn's key layout."""
 
-    mask: torch.Tensor | None = None  # Bool[B, 1, max_q, max_ctx]
+    mask: torch.Tensor | None = None  # Bool[B, 1, group * max_q, max_ctx] (see `paged_attention`)
     seq_ids: torch.Tensor | None = None  # Long[N] row of each new token (prefill only)
     offsets: torch.Tensor | None = None  # Long[N] its place in that row
     flash: bool = False
@@ -110,8 +110,9 @@ class AttentionPlan:
     cu_seqlens_k: torch.Tensor | None = None  # Int[B+1] (flash prefill)
 
 
-def plan_attention(meta: AttentionMetadata, like: torch.Tensor) -> AttentionPlan:
-    """The shared part of attention for a batch whose queries have `like`'s dtype and device."""
+def plan_attention(meta: AttentionMetadata, like: torch.Tensor, group: int = 1) -> AttentionPlan:
+    """The shared part of attention for a batch whose queries have `like`'s dtype and device and
+    `group` query heads per key/value head."""
     device = meta.context_lens.device
     batch, max_q, max_ctx = meta.num_seqs, meta.max_query_len, meta.max_context_len
     lens = meta.context_lens
@@ -130,7 +131,10 @@ def plan_attention(meta: AttentionMetadata, like: torch.Tensor) -> AttentionPlan
     cached = (lens - query_lens).view(batch, 1, 1)
     key_idx = torch.arange(max_ctx, device=device).view(1, 1, max_ctx)
     query_idx = torch.arange(max_q, device=device).view(1, max_q, 1)
-    plan.mask = ((key_idx <= cached + query_idx) & (key_idx < lens.view(batch, 1, 1))).unsqueeze(1)
+    mask = (key_idx <= cached + query_idx) & (key_idx < lens.view(batch, 1, 1))
+    # one row per (query head of a group, query), as `paged_attention` folds them
+    plan.mask = mask.view(batch, 1, 1, max_q, max_ctx).expand(batch, 1, group, max_q, max_ctx)
+    plan.mask = plan.mask.reshape(batch, 1, group * max_q, max_ctx)  # a view for decode batches
     return plan
 
 
@@ -153,11 +157,12 @@ def paged_attention(
     """Causal GQA attention of the new tokens `q [N, H, hd]` (`k`, `v [N, KVH, hd]`).
 
     `k_pool`, `v_pool` are one layer's pools `[blocks, block_size, KVH, hd]`; the new K/V are
-    written into them first, so each token also sees itself. `plan` is `plan_attention(meta, q)`,
-    made here when not given.
+    written into them first, so each token also sees itself. `plan` is `plan_attention(meta, q,
+    H // KVH)`, made here when not given.
     """
-    plan = plan or plan_attention(meta, q)
     _, _, kv_heads, head_dim = k_pool.shape
+    group = q.shape[1] // kv_heads
+    plan = plan or plan_attention(meta, q, group)
     k_pool.view(-1, kv_heads, head_dim).index_copy_(0, meta.slot_mapping, k.to(k_pool.dtype))
     v_pool.view(-1, kv_heads, head_dim).index_copy_(0, meta.slot_mapping, v.to(v_pool.dtype))
     keys, values = gather_context(meta, k_pool, v_pool)
@@ -171,13 +176,18 @@ def paged_attention(
     else:
         queries = q.new_zeros(batch, max_q, *q.shape[1:])
         queries[plan.seq_ids, plan.offsets] = q
+    # The query heads that share a key/value head are folded into the query length, so SDPA sees as
+    # many query heads as key heads. With `enable_gqa` and a mask it would take its math path, which
+    # copies every key and value once per query head; folded, its fused kernels take the batch.
+    folded = queries.view(batch, max_q, kv_heads, group, head_dim).permute(0, 2, 3, 1, 4)
     out = F.scaled_dot_product_attention(
-        queries.transpose(1, 2),
+        folded.reshape(batch, kv_heads, group * max_q, head_dim),
         keys.transpose(1, 2).to(q.dtype),
         values.transpose(1, 2).to(q.dtype),
         attn_mask=plan.mask,
-        enable_gqa=True,
-    ).transpose(1, 2)
+    )
+    out = out.view(batch, kv_heads, group, max_q, head_dim).permute(0, 3, 1, 2, 4)
+    out = out.reshape(batch, max_q, kv_heads * group, head_dim)
     if plan.seq_ids is None:
         return out.reshape(q.shape)
     return out[plan.seq_ids, plan.offsets]

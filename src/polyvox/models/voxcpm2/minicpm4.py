@@ -153,7 +153,9 @@ class MiniCPM4Model(nn.Module):
 
     def forward(self, embeds: torch.Tensor, meta: AttentionMetadata, kv: PagedKVCache) -> torch.Tensor:
         rope = self.rope_emb(meta.positions) if self.rope_emb is not None else None
-        plan = plan_attention(meta, embeds)
+        plan = plan_attention(
+            meta, embeds, self.config.num_attention_heads // self.config.num_key_value_heads
+        )
         x = embeds
         for index, layer in enumerate(self.layers):
             k_pool, v_pool = kv.layer(index)
