@@ -14,6 +14,7 @@ import logging
 import torch
 
 from polyvox.models.voxcpm2.attention import AttentionMetadata
+from polyvox.models.voxcpm2.host_to_device import copy_from_host
 
 log = logging.getLogger(__name__)
 
@@ -147,10 +148,10 @@ class AdvanceGraphs:
             ]
         )
         meta = static.meta
-        meta.positions.copy_(host[0], non_blocking=True)
-        meta.slot_mapping.copy_(host[1], non_blocking=True)
-        meta.context_lens.copy_(host[2], non_blocking=True)
-        meta.block_tables.copy_(torch.tensor(rows), non_blocking=True)
+        copy_from_host(meta.positions, host[0])
+        copy_from_host(meta.slot_mapping, host[1])
+        copy_from_host(meta.context_lens, host[2])
+        copy_from_host(meta.block_tables, torch.tensor(rows))
         static.patch[:n].copy_(patches)
         if not self.capture:
             out = self.lm.advance(static.patch, meta, self.base_kv, self.res_kv)

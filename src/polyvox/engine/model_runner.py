@@ -23,6 +23,7 @@ from polyvox.engine.sequence import Sequence
 from polyvox.engine.vae_graphs import VAEDecodeGraphs
 from polyvox.engine.vae_state_pool import VAEStatePool
 from polyvox.models.voxcpm2.attention import AttentionMetadata, compare_backends, use_backend
+from polyvox.models.voxcpm2.host_to_device import device_tensor, to_device
 from polyvox.models.voxcpm2.kv_cache import PagedKVCache
 
 log = logging.getLogger(__name__)
@@ -181,7 +182,7 @@ class ModelRunner:
                 tokens.append(seq.tokens[c.start : p_end])
                 text_mask.append(seq.text_mask[c.start : p_end])
                 audio_mask.append(seq.audio_mask[c.start : p_end])
-                feats.append(seq.feats[c.start : p_end].to(self.device, self.dtype))
+                feats.append(to_device(seq.feats[c.start : p_end], self.device, self.dtype))
             g_start = max(c.start, t)
             if g_start < c.end:
                 n = c.end - g_start
@@ -190,9 +191,9 @@ class ModelRunner:
                 audio_mask.append(torch.ones(n))
                 feats.append(torch.stack(seq.patches[g_start - t : c.end - t]).to(self.device, self.dtype))
         lm_hidden, res_hidden = self.lm.prefill(
-            torch.cat(tokens).to(self.device),
-            torch.cat(text_mask).to(self.device, self.dtype),
-            torch.cat(audio_mask).to(self.device, self.dtype),
+            to_device(torch.cat(tokens), self.device),
+            to_device(torch.cat(text_mask), self.device, self.dtype),
+            to_device(torch.cat(audio_mask), self.device, self.dtype),
             torch.cat(feats),
             self._meta(chunks),
             self.base_kv,
@@ -220,18 +221,19 @@ class ModelRunner:
     def _generate(self, seqs: list[Sequence]) -> list[PatchOutput]:
         lm_hidden = torch.stack([s.lm_hidden for s in seqs])
         res_hidden = torch.stack([s.residual_hidden for s in seqs])
-        prev = torch.stack([s.prev_patch.to(self.device, self.dtype) for s in seqs])
+        prev = torch.stack([to_device(s.prev_patch, self.device, self.dtype) for s in seqs])
         noise = torch.cat([s.next_noise(self.feat_dim, self.patch_size) * s.params.temperature for s in seqs])
-        noise = noise.to(self.device, self.dtype)
-        cfg = torch.tensor([s.params.cfg_value for s in seqs], device=self.device, dtype=self.dtype)
+        noise = to_device(noise, self.device, self.dtype)
+        cfg = device_tensor([s.params.cfg_value for s in seqs], torch.float32, self.device).to(self.dtype)
         with self._phase("dit"):
             patches = self._solve(seqs, lm_hidden, res_hidden, prev, noise, cfg)
-        stops = self.lm.stop_logits(lm_hidden).argmax(dim=-1).tolist()
+        stops = self.lm.stop_logits(lm_hidden).argmax(dim=-1)  # read after the decode is queued
         if self.config.decode_audio:
             with self._phase("vae"):
                 audio = self._decode_audio(seqs, patches).cpu().numpy()
         else:
             audio = np.zeros((len(seqs), 0), dtype=np.float32)
+        stops = stops.tolist()
         return [PatchOutput(s, patches[i], audio[i], bool(stops[i])) for i, s in enumerate(seqs)]
 
     def _solve(self, seqs, lm_hidden, res_hidden, prev, noise, cfg) -> torch.Tensor:
@@ -242,7 +244,7 @@ class ModelRunner:
         patches = torch.empty(len(seqs), self.patch_size, self.feat_dim, device=self.device, dtype=self.dtype)
         for steps in groups:
             idx = [i for i, s in enumerate(seqs) if s.params.inference_timesteps == steps]
-            rows = torch.tensor(idx, device=self.device)
+            rows = device_tensor(idx, torch.long, self.device)
             args = (lm_hidden[rows], res_hidden[rows], prev[rows], noise[rows], cfg[rows])
             patches[rows] = self._decode_patch(*args, steps)
         return patches
@@ -256,7 +258,7 @@ class ModelRunner:
             if s.vae_slot is None:
                 s.vae_slot = pool.acquire()
                 if s.context_patches is not None:  # continuation: prime the decoder with the prompt's tail
-                    slot = torch.tensor([s.vae_slot], device=pool.device)
+                    slot = device_tensor([s.vae_slot], torch.long, pool.device)
                     context = (
                         s.context_patches.to(pool.device, pool.dtype)
                         .flatten(0, 1)
@@ -275,7 +277,7 @@ class ModelRunner:
                 audio = None
             if audio is not None:
                 return audio
-        slots = torch.tensor([s.vae_slot for s in seqs], device=pool.device)
+        slots = device_tensor([s.vae_slot for s in seqs], torch.long, pool.device)
         audio, state = self.vae.decode_stream(latents, pool.gather(slots))
         pool.scatter(slots, state)
         return audio.float()

@@ -17,6 +17,7 @@ import torch
 
 from polyvox.engine.graphs import batch_buckets
 from polyvox.engine.vae_state_pool import VAEStatePool
+from polyvox.models.voxcpm2.host_to_device import copy_from_host
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class VAEDecodeGraphs:
             self._capture(static)  # on the scratch slot: no real state is touched if this fails
         static.latents[:n].copy_(latents)
         static.latents[n:].zero_()
-        static.slots.copy_(torch.tensor(slots + [self.pool.scratch_slot] * (batch - n)))
+        copy_from_host(static.slots, torch.tensor(slots + [self.pool.scratch_slot] * (batch - n)))
         if not self.capture:
             return self._decode(static)[:n]
         reference = None

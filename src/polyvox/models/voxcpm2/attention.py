@@ -15,6 +15,8 @@ from types import ModuleType
 import torch
 import torch.nn.functional as F
 
+from .host_to_device import device_tensor
+
 BACKENDS = ("auto", "sdpa", "flash")
 _flash: ModuleType | None = None  # the flash_attn module while it is the chosen backend
 
@@ -83,7 +85,7 @@ class AttentionMetadata:
         context = [c + n for c, n in zip(cached_lens, query_lens, strict=True)]
 
         def tensor(values):
-            return torch.tensor(values, dtype=torch.long, device=device)
+            return device_tensor(values, torch.long, device)
 
         return cls(
             positions=tensor(positions),
