@@ -3,6 +3,7 @@ on preemption, or on where its prompt KV came from; every KV block returns to th
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from polyvox.engine.graphs import AdvanceGraphs
@@ -190,3 +191,27 @@ def test_the_padded_vae_decode_used_by_cuda_graphs_gives_the_same_audio(tiny, mi
     for g, want in zip(got, alone, strict=True):
         assert_same(g, want)
     assert engine.runner.vae_pool.in_use == 0
+
+
+def test_a_request_that_never_stops_ends_at_the_last_position_the_lm_has(tiny):
+    """The tiny LM has 512 positions (its RoPE table); a request asking for more, with a stop head
+    that is not allowed to fire, ends there with reason "length" and the engine goes on serving."""
+    engine = tiny.engine(decode_audio=False)
+    prompt = tiny.prompt("Keep talking.")
+    seq = engine.add_request(prompt, SamplingParams(seed=1, min_len=5000, max_len=5000))
+    room = tiny.config.lm_config.max_position_embeddings - len(prompt)
+    outputs = []
+    while engine.has_work():
+        outputs += engine.step()
+    assert len(outputs) == room and outputs[-1].finish_reason == "length"
+    assert seq.status is SequenceStatus.FINISHED
+    latents, _ = engine.generate([prompt], [SamplingParams(seed=2, min_len=3, max_len=3)])[0]
+    assert latents.shape[-1] == 3 * tiny.config.patch_size  # still serving: three more patches
+    assert engine.block_manager.num_free == engine.block_manager.num_blocks
+
+
+def test_a_prompt_that_fills_every_position_is_refused(tiny):
+    engine = tiny.engine(decode_audio=False)
+    words = " ".join(["word"] * tiny.config.lm_config.max_position_embeddings)
+    with pytest.raises(ValueError, match="no room"):
+        engine.add_request(tiny.prompt(words), SamplingParams(seed=1))

@@ -7,6 +7,7 @@ batch-1 loop does. The async front end drives `step()` from its own thread.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -66,6 +67,7 @@ class LLMEngine:
     def __init__(self, lm, vae, model_config, config: EngineConfig, device: torch.device, dtype: torch.dtype):
         self.config = config
         self.runner = ModelRunner(lm, vae, model_config, config, device, dtype)
+        self.max_positions = model_config.lm_config.max_position_embeddings
         self.block_manager = BlockManager(
             self.runner.num_kv_blocks, config.kv_block_size, config.enable_prefix_caching
         )
@@ -77,6 +79,13 @@ class LLMEngine:
         self._last_batch = 0
 
     def add_request(self, prompt: PromptLike, params: SamplingParams, request_id: str = "") -> Sequence:
+        """Queue a request. Its `max_len` is cut to what fits the LM's positions (the RoPE table):
+        a sequence is never fed a patch past them, however long it runs without a stop."""
+        room = self.max_positions - int(prompt.tokens.shape[0])
+        if room < 1:
+            raise ValueError(f"the prompt ({prompt.tokens.shape[0]} positions) leaves no room to generate")
+        if params.max_len > room:
+            params = dataclasses.replace(params, max_len=room, min_len=min(params.min_len, room))
         seq = Sequence(prompt, params, self.config.kv_block_size, request_id)
         self.scheduler.add(seq)
         self.sequences[seq.seq_id] = seq

@@ -176,7 +176,8 @@ class VoxCPM2Engine:
         else:
             max_len = capped_max_len(prompt, self.max_patches)
         room = self._engine.engine.block_manager.num_blocks * self.config.kv_block_size
-        room = min(room, self.model.config.max_length) - len(prompt)
+        limit = min(self.model.config.max_length, self.model.config.lm_config.max_position_embeddings)
+        room = min(room, limit) - len(prompt)
         if room < 1:
             raise EngineInputError("the input (with its reference audio) is too long", param="input")
         max_len = min(max_len, room)

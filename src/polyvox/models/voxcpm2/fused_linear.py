@@ -29,11 +29,17 @@ def keep_official_names(holder: nn.Module, name: str) -> None:
 
 
 def _split_state(name: str, holder: nn.Module, state, prefix: str, local_metadata) -> None:
+    """Replace the fused weight by its parts, in its place: the holder's keys keep the official order
+    (q, k, v, o; gate, up, down), so code that walks a state dict in order sees the official one."""
     fused: FusedLinear = getattr(holder, name)
-    weight = state.pop(f"{prefix}{name}.weight")
-    pieces = weight.split(list(fused.parts.values()))
+    key = f"{prefix}{name}.weight"
+    keys = list(state)
+    later = [k for k in keys[keys.index(key) + 1 :] if k.startswith(prefix)]
+    pieces = state.pop(key).split(list(fused.parts.values()))
     for part, piece in zip(fused.parts, pieces, strict=True):
         state[f"{prefix}{part}.weight"] = piece
+    for k in later:  # moved behind the parts
+        state[k] = state.pop(k)
 
 
 def _stack_state(
