@@ -28,3 +28,23 @@ def test_short_soak_loses_and_corrupts_nothing() -> None:
     assert report["server_alive"] and report["server_exit_code"] == 0
     assert report["rss_mb_peak"] is not None
     assert result.returncode == 0
+
+
+def test_short_full_mix_soak_against_the_batching_engine() -> None:
+    """Cloning, SSE, streams cut by the client and bad requests mixed in, against the VoxCPM2 batching
+    engine (tiny random weights, no audio cache, so every request reaches the engine): nothing lost,
+    bad requests refused in OpenAI's shape, and the engine holds nothing afterwards."""
+    serve_args = "--random-weights tiny --device cpu --no-cache-enabled"
+    result = subprocess.run(
+        [sys.executable, str(SOAK), "--clients", "8", "--duration", "12", "--seed", "2", "--mix", "full",
+         "--serve-args", serve_args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    report = json.loads(result.stdout)
+    assert report["lost"] == 0 and report["corrupted"] == 0, report["failures"]
+    assert report["ok"] >= 4 and report["rejected_4xx"] >= 1 and report["cut_by_client"] >= 1, report
+    assert report["engine_idle_after"] is True
+    assert report["server_alive"] and report["server_exit_code"] == 0
+    assert result.returncode == 0
