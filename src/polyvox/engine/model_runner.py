@@ -224,7 +224,7 @@ class ModelRunner:
         prev = torch.stack([to_device(s.prev_patch, self.device, self.dtype) for s in seqs])
         noise = torch.cat([s.next_noise(self.feat_dim, self.patch_size) * s.params.temperature for s in seqs])
         noise = to_device(noise, self.device, self.dtype)
-        cfg = device_tensor([s.params.cfg_value for s in seqs], torch.float32, self.device).to(self.dtype)
+        cfg = device_tensor([s.params.cfg_value for s in seqs], self.dtype, self.device)
         with self._phase("dit"):
             patches = self._solve(seqs, lm_hidden, res_hidden, prev, noise, cfg)
         stops = self.lm.stop_logits(lm_hidden).argmax(dim=-1)  # read after the decode is queued
