@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--num-kv-blocks", type=int, default=None)
     ap.add_argument("--no-cuda-graphs", action="store_true")
     ap.add_argument("--no-audio", action="store_true", help="skip the VAE decode (LM side only)")
-    ap.add_argument("--prefill-policy", choices=["mixed", "separate"], default="mixed")
+    ap.add_argument("--prefill-policy", choices=["mixed", "separate", "adaptive"], default="mixed")
     ap.add_argument("--attention", choices=["auto", "sdpa", "flash"], default="auto")
     ap.add_argument("--compile", action="store_true", help="torch.compile LocEnc and LocDiT (as at start)")
     ap.add_argument(

@@ -13,7 +13,7 @@ reference; and copy `../shared/anchors/*.py` into `.anchors/` (git-ignored). The
 Sections, in order of need (each skipped when the budget runs short): smoke (tiny, correctness
 checks), the engine table, the official reference (eager and compiled), a step profile, decode
 attention in both SDPA forms, the engine with torch.compile at c=64, the two prefill policies under
-arriving load.
+arriving load (mixed, adaptive, separate).
 `BUDGET_S` (default 480) bounds the whole run; `DEVICE=cpu SIZE=tiny` dry-runs it on a CPU;
 `SECTIONS=smoke_tiny,engine_full,...` runs only those.
 """
@@ -184,7 +184,7 @@ def main() -> None:
              "--patches", "63", "--compile", "--json", str(OUT / "engine_compiled.json")],
             min(120, left() - 5), env,
         )  # fmt: skip
-    for policy in ("mixed", "separate"):  # requests arriving into running batches: which prefill policy
+    for policy in ("mixed", "adaptive", "separate"):  # requests arriving into running batches
         if left() > 40:
             sections[f"policy_{policy}"] = run(
                 f"policy_{policy}",
@@ -201,6 +201,7 @@ def main() -> None:
         "profile",
         "attention",
         "policy_mixed",
+        "policy_adaptive",
         "policy_separate",
         f"voxcpm_reference_{SIZE}",
     )
@@ -223,7 +224,7 @@ def main() -> None:
             f"  rtf {r['rtf_mean']}  step {r['mean_step_ms']}ms  (in use: {compiled.get('compiled')},"
             f" engine start {compiled.get('engine_start_s')}s)"
         )
-    for policy in ("mixed", "separate"):
+    for policy in ("mixed", "adaptive", "separate"):
         for r in summary.get(f"policy_{policy}", {}).get("runs", []):
             print(
                 f"prefill {policy:>8} (closed loop c={r['concurrency']}): {r['audio_s_per_s']} audio-s/s"

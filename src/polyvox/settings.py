@@ -158,10 +158,11 @@ class Settings(BaseSettings):
         description="Token budget of one step's prefill (alias VLLM_MAX_NUM_BATCHED_TOKENS).",
     )
     kv_block_size: int = Field(16, ge=1, description="Tokens per KV-cache block.")
-    prefill_policy: Literal["mixed", "separate"] = Field(
+    prefill_policy: Literal["mixed", "separate", "adaptive"] = Field(
         "mixed",
         description="New requests' prompts run in the same step as running requests' next patches "
-        "(mixed), or in steps of their own (separate).",
+        "(mixed), in steps of their own (separate), or in their own only while every running stream "
+        "is far enough ahead of real time (adaptive).",
     )
     cuda_graphs: bool = Field(True, description="Capture decode steps as CUDA graphs (CUDA only).")
     torch_compile: bool = Field(

@@ -49,9 +49,10 @@ def test_outputs_in_a_mixed_batch_equal_outputs_alone_even_with_cancellations(ti
     assert engine.runner.vae_pool.in_use == 0  # every decoder state slot is back too
 
 
-def test_separate_prefill_steps_give_the_same_outputs(tiny, mixed):
+@pytest.mark.parametrize("policy", ["separate", "adaptive"])
+def test_prompt_only_steps_give_the_same_outputs(tiny, mixed, policy):
     requests, alone = mixed
-    engine = tiny.engine(max_num_batched_tokens=64, prefill_policy="separate")
+    engine = tiny.engine(max_num_batched_tokens=64, prefill_policy=policy)
     seqs = [engine.add_request(p, sp) for p, sp in requests[:3]]
     got = {s.seq_id: [] for s in seqs}
     for out in engine.step():  # three requests running; the rest arrive while they generate

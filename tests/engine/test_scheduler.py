@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -112,6 +113,38 @@ def test_separate_policy_keeps_decoding_while_requests_keep_arriving():
         sched.add(seq(n_text=6, offset=100 * (i + 1)))
         run_step(sched)
     assert len(first.patches) >= 4  # it advanced at least every other step
+
+
+def test_adaptive_policy_prefills_alone_only_while_every_stream_is_ahead_of_real_time():
+    sched, _ = make(max_tokens=8, policy="adaptive")
+    sched.step_estimate_s = 0.05  # a prompt-only step needs 3 x 0.05 s of audio in hand
+    first, second, third = seq(n_text=6, max_len=40), seq(n_text=6, offset=100), seq(n_text=6, offset=200)
+    sched.add(first)
+    run_step(sched)  # nothing was running: its prompt (and first patch)
+    first.first_output_at = time.perf_counter()
+    run_step(sched)
+    # 0.32 s of audio made in a moment: far ahead of playback, so the newcomer's prompt runs alone
+    sched.add(second)
+    assert [(c.seq, c.start) for c in run_step(sched)] == [(second, 0)]
+    assert {c.seq for c in run_step(sched)} == {first, second}  # and then everyone, as "separate"
+    second.first_output_at = time.perf_counter()
+    # the first stream has fallen behind playback (it started 30 s ago): no one waits for a prompt
+    first.first_output_at = time.perf_counter() - 30
+    sched.add(third)
+    assert {c.seq for c in run_step(sched)} == {first, second, third}
+
+
+def test_adaptive_policy_under_arrivals_still_advances_every_stream():
+    sched, _ = make(max_num_seqs=64, policy="adaptive")
+    sched.step_estimate_s = 0.0  # every stream counts as ahead: prompt-only steps whenever possible
+    first = seq(n_text=6, max_len=40)
+    sched.add(first)
+    run_step(sched)
+    first.first_output_at = time.perf_counter()
+    for i in range(6):  # a newcomer before every step
+        sched.add(seq(n_text=6, offset=100 * (i + 1)))
+        run_step(sched)
+    assert len(first.patches) >= 4  # never two prompt-only steps in a row
 
 
 def test_an_unknown_prefill_policy_is_refused():

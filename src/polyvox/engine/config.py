@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PREFILL_POLICIES = ("mixed", "separate")
+PREFILL_POLICIES = ("mixed", "separate", "adaptive")
 ATTENTION_BACKENDS = ("auto", "sdpa", "flash")
 
 
@@ -16,7 +16,9 @@ class EngineConfig:
     `gpu_memory_utilization` on CUDA and from `cpu_kv_cache_bytes` on CPU. `decode_audio=False`
     yields latents only (tests and benchmarks of the LM side). `prefill_policy` "mixed" runs new
     requests' prompt chunks in the same step as the running requests' next patches; "separate" gives
-    prompt chunks steps of their own, the running requests waiting meanwhile (see BENCHMARKS.md).
+    prompt chunks steps of their own, the running requests waiting meanwhile; "adaptive" does that
+    only while every running stream's audio is far enough ahead of real time to wait a step
+    (see the scheduler and BENCHMARKS.md).
     `attention_backend` "auto" uses flash-attn for CUDA fp16/bf16 batches when it is installed.
     `compile` runs LocEnc, the LocDiT estimator and the VAE decode through torch.compile (at start).
     """

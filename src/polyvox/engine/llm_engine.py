@@ -73,6 +73,8 @@ class LLMEngine:
         )
         self.scheduler = Scheduler(config, self.block_manager)
         self.scheduler.on_finish = self.runner.release
+        # seconds of audio in one patch: latent frames per patch x waveform samples per frame
+        self.scheduler.patch_s = model_config.patch_size * vae.decode_chunk_size / vae.out_sample_rate
         self.sequences: dict[int, Sequence] = {}
         self._steps = self._patches = 0
         self._step_time = self._last_step_s = 0.0
@@ -102,7 +104,7 @@ class LLMEngine:
 
     def step(self) -> list[StepOutput]:
         t0 = time.perf_counter()
-        chunks = self.scheduler.schedule()
+        chunks = self.scheduler.schedule(t0)
         if not chunks:
             return []
         try:
@@ -115,6 +117,7 @@ class LLMEngine:
                 self.scheduler.finish(seq, "error")
                 self.sequences.pop(seq.seq_id, None)
             raise StepFailed([seq.seq_id for seq in failed], exc) from exc
+        done_at = time.perf_counter()
         for c in chunks:
             c.seq.num_computed = c.end
             self.block_manager.commit(c.seq)
@@ -124,6 +127,8 @@ class LLMEngine:
             seq = r.seq
             seq.patches.append(r.patch)
             index = len(seq.patches) - 1
+            if index == 0:
+                seq.first_output_at = done_at
             reason = None
             if r.stop and index > seq.params.min_len:
                 reason = "stop"
@@ -137,8 +142,11 @@ class LLMEngine:
         self._steps += 1
         self._patches += len(results)
         self._last_batch = len(results)
-        self._last_step_s = time.perf_counter() - t0
+        self._last_step_s = done_at - t0
         self._step_time += self._last_step_s
+        # what a step costs lately, for the adaptive prefill policy (full steps weigh the same)
+        last, estimate = self._last_step_s, self.scheduler.step_estimate_s
+        self.scheduler.step_estimate_s = last if estimate == 0 else 0.8 * estimate + 0.2 * last
         return outputs
 
     def stats(self) -> EngineStats:

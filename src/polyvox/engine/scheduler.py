@@ -9,13 +9,19 @@ patch comes out of the next full step and no running stream skips a step for it.
 stream waits more than one step), was measured against it (BENCHMARKS.md, "Prefill policy"): on
 the CPU it gave first audio sooner but lower throughput and longer gaps in the running streams; on
 a GPU, whose step costs about the same at batch 1 as at batch 64, every arrival would cost the
-running streams a whole step. Long prompts are chunked by the token budget so one clone reference
-cannot stall every stream. When KV blocks run out, the newest running sequence is preempted (its
-blocks freed; it is re-prefilled later from its prompt plus its generated patches).
+running streams a whole step. "adaptive" takes a prompt-only step only while every running
+stream's audio is ahead of real-time playback (from its first patch) by at least
+`ADAPTIVE_MARGIN_STEPS` step times: a newcomer's first audio comes sooner when there is room, never
+at the cost of a stream running dry, and under saturation (no stream ahead) it is "mixed".
+
+Long prompts are chunked by the token budget so one clone reference cannot stall every stream.
+When KV blocks run out, the newest running sequence is preempted (its blocks freed; it is
+re-prefilled later from its prompt plus its generated patches).
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +29,8 @@ from dataclasses import dataclass
 from polyvox.engine.block_manager import BlockManager
 from polyvox.engine.config import EngineConfig
 from polyvox.engine.sequence import Sequence, SequenceStatus
+
+ADAPTIVE_MARGIN_STEPS = 3.0  # "adaptive": a prompt-only step needs this many step times of slack
 
 
 @dataclass(slots=True)
@@ -47,8 +55,11 @@ class Scheduler:
     def __init__(self, config: EngineConfig, block_manager: BlockManager):
         self.max_num_seqs = config.max_num_seqs
         self.max_num_batched_tokens = config.max_num_batched_tokens
-        self.separate_prefills = config.prefill_policy == "separate"
-        self._last_prefills_only = False  # "separate": a prompt-only step is followed by a full one
+        self.policy = config.prefill_policy
+        self._last_prefills_only = False  # a prompt-only step is always followed by a full one
+        # "adaptive" reads these: audio seconds per patch, and the engine's recent step time
+        self.patch_s = 0.16
+        self.step_estimate_s = 0.0
         self.block_manager = block_manager
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
@@ -67,8 +78,9 @@ class Scheduler:
     def has_work(self) -> bool:
         return bool(self.waiting or self.running)
 
-    def schedule(self) -> list[ScheduledChunk]:
-        if self.separate_prefills and not self._last_prefills_only:
+    def schedule(self, now: float | None = None) -> list[ScheduledChunk]:
+        """The next step's chunks; `now` is the engine clock (`time.perf_counter()` by default)."""
+        if not self._last_prefills_only and self._prefills_alone(now):
             prefills = self._schedule_prefills_only()
             if prefills:
                 self._last_prefills_only = True
@@ -93,6 +105,17 @@ class Scheduler:
         if not preempted:
             self._admit(chunks, budget)
         return chunks
+
+    def _prefills_alone(self, now: float | None) -> bool:
+        """Whether prompt work gets a step of its own now (the policy's choice)."""
+        if self.policy != "adaptive":
+            return self.policy == "separate"
+        if not self.waiting and all(s.first_output_at is not None for s in self.running):
+            return False  # no prompt work
+        now = time.perf_counter() if now is None else now
+        need = ADAPTIVE_MARGIN_STEPS * self.step_estimate_s
+        ahead = (s.audio_ahead_s(now, self.patch_s) for s in self.running)
+        return all(a is None or a >= need for a in ahead)
 
     def _schedule_prefills_only(self) -> list[ScheduledChunk]:
         """Prompt chunks alone: running sequences still prefilling, then admissible waiting ones."""

@@ -85,6 +85,7 @@ class Sequence:
         self.vae_slot: int | None = None  # the model runner's streaming-decoder state slot
         self.num_preemptions = 0
         self.finish_reason: str | None = None
+        self.first_output_at: float | None = None  # engine clock when its first patch came out
 
     @property
     def num_tokens(self) -> int:
@@ -93,6 +94,12 @@ class Sequence:
     @property
     def num_blocks(self) -> int:
         return (self.num_tokens + self.block_size - 1) // self.block_size
+
+    def audio_ahead_s(self, now: float, patch_s: float) -> float | None:
+        """How far its audio runs ahead of real-time playback begun at its first patch (None before)."""
+        if self.first_output_at is None:
+            return None
+        return len(self.patches) * patch_s - (now - self.first_output_at)
 
     @property
     def is_finished(self) -> bool:
