@@ -144,7 +144,7 @@ class LLMEngine:
         self._last_batch = len(results)
         self._last_step_s = done_at - t0
         self._step_time += self._last_step_s
-        # what a step costs lately, for the adaptive prefill policy (full steps weigh the same)
+        # what a step costs lately (a moving average over every step), for the adaptive prefill policy
         last, estimate = self._last_step_s, self.scheduler.step_estimate_s
         self.scheduler.step_estimate_s = last if estimate == 0 else 0.8 * estimate + 0.2 * last
         return outputs
