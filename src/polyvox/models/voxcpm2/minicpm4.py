@@ -76,7 +76,8 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> 
     """Rotate `x [..., L, heads, hd]` by the per-token `cos`, `signed_sin [L, hd]`, in fp32.
 
     The usual `x * cos + rotate_half(x) * sin`, where rotate_half([x1, x2]) = [-x2, x1]: rolling x by
-    half a head gives [x2, x1], and the sign lives in the table, so it takes four operators, not six.
+    half a head gives [x2, x1] and the sign lives in the table, so q and k rotated together (as one
+    `x`) take four operators besides the casts, where the usual form takes five for each.
     """
     xf = x.float()
     rolled = xf.roll(x.shape[-1] // 2, dims=-1)
