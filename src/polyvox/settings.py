@@ -170,6 +170,12 @@ class Settings(BaseSettings):
         description="Compile LocEnc, the LocDiT estimator and the VAE decode with torch.compile at start "
         "(slower start, faster steps).",
     )
+    torch_threads: int | None = Field(
+        None,
+        ge=1,
+        description="Threads for the VoxCPM2 engine's PyTorch work on the CPU; unset: half the cores "
+        "(at least one), leaving the rest to encoding and HTTP (unset on CUDA: PyTorch's default).",
+    )
     attention_backend: Literal["auto", "sdpa", "flash"] = Field(
         "auto",
         description="Paged attention on CUDA fp16/bf16: flash-attn when installed (auto), or PyTorch SDPA.",

@@ -44,3 +44,37 @@ def test_prefill_policy_cuda_graphs_and_compile_reach_the_engine(monkeypatch: py
     monkeypatch.setenv("POLYVOX_PREFILL_POLICY", "sometimes")
     with pytest.raises(ValueError, match="prefill_policy"):
         Settings()
+
+
+def test_torch_threads_default_to_half_the_cores_on_cpu_and_apply_to_the_engine_thread(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    import asyncio
+    import os
+    import threading
+
+    import torch
+
+    engine = VoxCPM2Engine.from_settings(Settings(random_weights="tiny", device="cpu", num_kv_blocks=64))
+    assert engine.torch_threads == max(1, (os.cpu_count() or 1) // 2)
+    monkeypatch.setenv("POLYVOX_TORCH_THREADS", "3")
+    engine = VoxCPM2Engine.from_settings(Settings(random_weights="tiny", device="cpu", num_kv_blocks=64))
+    assert engine.torch_threads == 3
+
+    before = torch.get_num_threads()
+    seen: list[int] = []
+
+    async def main():
+        await engine.start()
+        try:  # the step loop runs on a thread started after the setting took effect, as this one is
+            probe = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+            probe.start()
+            probe.join()
+        finally:
+            await engine.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [3]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -47,8 +48,12 @@ class VoxCPM2Engine:
         inference_timesteps: int = 10,
         max_patches: int = DEFAULT_MAX_PATCHES,
         prompt_cache_size: int = REFERENCE_CACHE_SIZE,
+        torch_threads: int | None = None,
     ):
         self.model = model
+        # PyTorch's intra-op threads (process-wide, set at start); None leaves PyTorch's default. On a
+        # CPU, as many threads as cores fight the server's encoding threads for them (BENCHMARKS.md).
+        self.torch_threads = torch_threads
         self.config = config or EngineConfig()
         self.cfg_value = cfg_value
         self.inference_timesteps = inference_timesteps
@@ -92,6 +97,9 @@ class VoxCPM2Engine:
             attention_backend=settings.attention_backend,
             compile=settings.torch_compile,
         )
+        threads = settings.torch_threads
+        if threads is None and model.device.type == "cpu":
+            threads = max(1, (os.cpu_count() or 1) // 2)
         return cls(
             model,
             config,
@@ -99,6 +107,7 @@ class VoxCPM2Engine:
             cfg_value=settings.cfg_value,
             inference_timesteps=settings.inference_timesteps,
             prompt_cache_size=settings.voice_prompt_cache_size,
+            torch_threads=threads,
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -110,6 +119,8 @@ class VoxCPM2Engine:
             self._engine = engine
 
     def _build(self) -> AsyncLLMEngine:
+        if self.torch_threads is not None:
+            torch.set_num_threads(self.torch_threads)
         m = self.model
         engine = LLMEngine(m.lm, m.vae, m.config, self.config, m.device, m.dtype)
         log.info(
