@@ -33,8 +33,11 @@ def _flag_type(annotation: Any) -> tuple[Callable[[str], Any], tuple[Any, ...] |
     if get_origin(annotation) is Annotated:
         annotation = get_args(annotation)[0]
     if get_origin(annotation) in (Union, types.UnionType):
-        annotation = next(arg for arg in get_args(annotation) if arg is not type(None))
-    if get_origin(annotation) is list:
+        members = [arg for arg in get_args(annotation) if arg is not type(None)]
+        if len(members) > 1:
+            return str, None  # e.g. a number or "native": the Settings field validates the text
+        annotation = members[0]
+    if get_origin(annotation) in (list, dict):
         return str, None  # one comma-separated value; the Settings validator splits it
     if get_origin(annotation) is Literal:
         choices = get_args(annotation)

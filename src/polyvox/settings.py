@@ -2,7 +2,8 @@
 
 Precedence, highest first: explicit values (CLI flags), environment variables, the config file
 named by `POLYVOX_CONFIG` (TOML or JSON), then the defaults below. A few settings also answer to
-the names users of the seed system (uttera-tts-vllm) already have in their `.env` files.
+the names users of the seed system (uttera-tts-vllm) already have in their `.env` files, meaning what
+they meant there (`settings_seed`); polyvox's own names win over them.
 """
 
 from __future__ import annotations
@@ -16,9 +17,14 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
+from polyvox.settings_seed import SeedCacheTTLSource
+
 
 def _alias(name: str, *legacy: str) -> AliasChoices:
-    return AliasChoices(name, f"POLYVOX_{name.upper()}", *legacy)
+    """`POLYVOX_NAME`, then the seed system's names. Not the bare field name: the environment is read
+    without regard to case, so `name` would let an unprefixed `CACHE_DIR` or `MAX_NUM_SEQS` in, ahead
+    of `POLYVOX_*`. Flags and config files still use the field name (populate_by_name)."""
+    return AliasChoices(f"POLYVOX_{name.upper()}", *legacy)
 
 
 class ConfigFileSource(PydanticBaseSettingsSource):
@@ -39,7 +45,10 @@ class ConfigFileSource(PydanticBaseSettingsSource):
 class Settings(BaseSettings):
     """Every polyvox setting, with its default. The README's configuration table mirrors this class."""
 
-    model_config = SettingsConfigDict(env_prefix="POLYVOX_", populate_by_name=True, extra="ignore")
+    # An empty variable is an unset one (AUDIO_CACHE_DIR= means the default directory, not the current one).
+    model_config = SettingsConfigDict(
+        env_prefix="POLYVOX_", populate_by_name=True, extra="ignore", env_ignore_empty=True
+    )
 
     # network
     host: str = Field("127.0.0.1", description="Address to listen on.")
@@ -71,6 +80,11 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Keys for /admin/* and voice management; unset: any API key may use them.",
     )
+    public_model_list: bool = Field(
+        False,
+        description="Let GET /v1/models, /v1/models/{id}, /v1/audio/voices and /v1/voices answer without a "
+        "key when keys are on (Open WebUI lists models and voices without one).",
+    )
 
     # audio cache
     cache_enabled: bool = Field(True, description="Cache synthesised audio on disk.")
@@ -82,8 +96,9 @@ class Settings(BaseSettings):
     cache_ttl_minutes: float = Field(
         1440.0,
         ge=0,
-        validation_alias=_alias("cache_ttl_minutes", "CACHE_TTL_MINUTES"),
-        description="Minutes a cached answer stays valid; 0: no expiry (alias CACHE_TTL_MINUTES).",
+        validation_alias=_alias("cache_ttl_minutes"),
+        description="Minutes a cached answer stays valid; 0: no expiry. uttera-tts-vllm's CACHE_TTL_MINUTES "
+        "is read when this is unset, with its own meaning: 0 or less turns the cache off.",
     )
     cache_max_bytes: int = Field(
         2_147_483_648, ge=0, description="Size cap of the audio cache; least recently used entries go first."
@@ -125,6 +140,24 @@ class Settings(BaseSettings):
     )
     voice_prompt_cache_size: int = Field(
         64, ge=1, description="Encoded voice prompts (VAE latents) kept in memory, by audio content hash."
+    )
+
+    # what requests may change
+    instructions_mode: Literal["design", "ignore"] = Field(
+        "design",
+        description="What a request's `instructions` do: design the voice on VoxCPM2 (restyle it, for a "
+        "voice with a reference clip), or nothing (ignore: for clients that always send some, as "
+        "openai-agents).",
+    )
+    instructions_mode_by_voice: Annotated[dict[str, Literal["design", "ignore"]], NoDecode] = Field(
+        default_factory=dict,
+        description="Per-voice exceptions to instructions_mode, as `voice=mode` pairs "
+        "(env: comma-separated, or a JSON object).",
+    )
+    default_sample_rate: Annotated[int, Field(ge=8000, le=48000)] | Literal["native"] = Field(
+        24000,
+        description="Output rate of wav, flac, mp3, opus and aac when a request names none: a number, or "
+        "native (the engine's own rate), fitted to what each codec carries; pcm stays at 24000.",
     )
 
     # VoxCPM2 generation defaults
@@ -212,14 +245,28 @@ class Settings(BaseSettings):
             return [key.strip() for key in text.split(",") if key.strip()]
         return value
 
+    @field_validator("instructions_mode_by_voice", mode="before")
+    @classmethod
+    def _voice_modes(cls, value: Any) -> Any:
+        """`narrator=ignore,guide=design` or a JSON object."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("{"):
+                return json.loads(text)
+            pairs = (pair.partition("=") for pair in text.split(",") if pair.strip())
+            return {name.strip(): mode.strip() for name, _, mode in pairs}
+        return value
+
     @classmethod
     def settings_customise_sources(
         cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
     ):
+        config_file = ConfigFileSource(settings_cls)
         return (
             init_settings,
             env_settings,
+            SeedCacheTTLSource(settings_cls, init_settings, env_settings, config_file),
             dotenv_settings,
-            ConfigFileSource(settings_cls),
+            config_file,
             file_secret_settings,
         )
