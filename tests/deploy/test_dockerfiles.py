@@ -1,0 +1,54 @@
+"""The Dockerfiles pass hadolint (no image can be built here: there is no Docker engine), and the
+build context that .dockerignore leaves holds everything they copy."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import subprocess
+
+import pytest
+
+from deploy.tools import ROOT, venv_tool
+
+DOCKERFILES = ("Dockerfile", "Dockerfile.cpu")
+
+
+@pytest.mark.parametrize("name", DOCKERFILES)
+def test_hadolint_finds_nothing(name):
+    result = subprocess.run(
+        [venv_tool("hadolint"), "--no-color", str(ROOT / name)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def in_context(path: str) -> bool:
+    """Whether .dockerignore (its `*` then `!path` form) leaves `path` in the build context."""
+    keep = False
+    for line in (ROOT / ".dockerignore").read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        negated = line.startswith("!")
+        pattern = line.lstrip("!").rstrip("/")
+        if fnmatch.fnmatch(path, pattern) or path.startswith(pattern + "/"):
+            keep = negated
+    return keep
+
+
+@pytest.mark.parametrize("name", DOCKERFILES)
+def test_everything_copied_is_in_the_build_context(name):
+    copies = re.findall(r"^COPY (?!--from)(.+)$", (ROOT / name).read_text(), flags=re.M)
+    sources = [source for line in copies for source in line.split()[:-1]]
+    assert sources
+    for source in sources:
+        assert (ROOT / source).exists(), source
+        assert in_context(source.rstrip("/")), f"{source} is excluded by .dockerignore"
+
+
+@pytest.mark.parametrize("name", DOCKERFILES)
+def test_runs_unprivileged_with_a_health_check_and_volumes(name):
+    text = (ROOT / name).read_text()
+    assert re.search(r"^USER 10001:10001$", text, flags=re.M)
+    assert "HEALTHCHECK" in text and '"healthcheck"' in text
+    assert 'VOLUME ["/data/models", "/data/voices", "/data/cache"]' in text
