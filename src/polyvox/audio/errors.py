@@ -25,3 +25,16 @@ class UnsupportedSampleRate(UnsupportedFormat):
 
 class AudioDecodeError(AudioError, ValueError):
     """Bytes that are not decodable audio (or audio outside the allowed bounds)."""
+
+
+class AudioDecodeStopped(AudioDecodeError):
+    """Decoding stopped at one of its bounds before the end of the file. `decoded_samples` counts the
+    samples (of all channels) decoded by then: 0 when the file was refused before decoding."""
+
+    def __init__(self, message: str, decoded_samples: int):
+        super().__init__(message)
+        self.decoded_samples = decoded_samples
+
+
+class AudioTooLong(AudioDecodeStopped):
+    """Audio longer than allowed: its container states so, or decoding reached the limit."""

@@ -1,5 +1,7 @@
 """The checks every voice clip passes (registered, uploaded or sent with one request), and its
-decoding into a `ReferenceAudio` keyed by the sha256 of its bytes."""
+decoding into a `ReferenceAudio` keyed by the sha256 of its bytes. Decoding is bounded (see
+`polyvox.audio.decode`): a clip over `max_seconds` is refused as soon as that is known, never decoded
+to its end."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from polyvox.audio.decode import audio_duration, decode_audio
-from polyvox.audio.errors import AudioDecodeError
+from polyvox.audio.decode import decode_audio
+from polyvox.audio.errors import AudioDecodeError, AudioTooLong
 from polyvox.engines.base import ReferenceAudio
 from polyvox.settings import Settings
 from polyvox.voices.errors import InvalidVoiceAudio, VoiceTooLarge
@@ -36,15 +38,17 @@ def content_hash(data: bytes) -> str:
 def load_clip(
     data: bytes, limits: ClipLimits, param: str = "audio", transcript: str | None = None
 ) -> ReferenceAudio:
-    """Decode and check a clip: at most `max_bytes`, decodable, `min_seconds`..`max_seconds` long,
-    not silent. Raises InvalidVoiceAudio (VoiceTooLarge for size) naming `param`. Blocking: call it
+    """Decode and check a clip: at most `max_bytes`, decodable, finite, `min_seconds`..`max_seconds`
+    long, not silent. Raises InvalidVoiceAudio (VoiceTooLarge for size) naming `param`. Blocking: call it
     off the event loop."""
     if len(data) > limits.max_bytes:
         raise VoiceTooLarge(f"{param}: the audio file exceeds {limits.max_bytes} bytes", param)
     try:
         samples = decode_audio(data, CLIP_RATE, limits.max_seconds)
-    except AudioDecodeError as exc:
-        raise _decode_failure(data, limits, param, exc) from exc
+    except AudioTooLong as exc:
+        raise InvalidVoiceAudio(f"{param}: {exc}", param, "audio_too_long") from exc
+    except AudioDecodeError as exc:  # not audio, not finite, or past another bound of decoding
+        raise InvalidVoiceAudio(f"{param}: {exc}", param, "invalid_audio") from exc
     seconds = samples.size / CLIP_RATE
     if seconds < limits.min_seconds:
         raise InvalidVoiceAudio(
@@ -55,18 +59,3 @@ def load_clip(
     if float(np.sqrt(np.mean(np.square(samples, dtype=np.float64)))) < SILENCE_RMS:
         raise InvalidVoiceAudio(f"{param}: the audio is silent", param, "audio_silent")
     return ReferenceAudio(samples, CLIP_RATE, content_hash(data), transcript or None)
-
-
-def _decode_failure(data: bytes, limits: ClipLimits, param: str, exc: AudioDecodeError) -> InvalidVoiceAudio:
-    """Too long, or not audio at all: decode_audio says both with one exception type."""
-    try:
-        seconds = audio_duration(data)
-    except AudioDecodeError:
-        seconds = None
-    if seconds is not None and seconds > limits.max_seconds:
-        return InvalidVoiceAudio(
-            f"{param}: the audio is {seconds:.1f} s long; at most {limits.max_seconds:g} s is accepted",
-            param,
-            "audio_too_long",
-        )
-    return InvalidVoiceAudio(f"{param}: {exc}", param, "invalid_audio")
