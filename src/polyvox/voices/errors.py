@@ -51,3 +51,13 @@ class VoiceStorageUnavailable(VoiceError):
     """The voices directory cannot be written."""
 
     code = "voice_storage_unavailable"
+
+
+class ConsentNotFound(VoiceNotFound):
+    code = "consent_not_found"
+
+
+class ConsentInUse(VoiceConflict):
+    """A consent recording that voices still cite cannot be deleted before them."""
+
+    code = "consent_in_use"

@@ -1,20 +1,33 @@
-"""`VoiceRegistry`: every voice the server knows (builtin designs and registered or uploaded clips),
-turned into what a synthesis request needs: a `ResolvedVoice` carrying the reference clip and the
-clip's content hash, which is what caches key on (never the voice's name)."""
+"""`VoiceRegistry`: every voice the server knows (builtin designs; registered, uploaded and designed
+clips), turned into what a synthesis request needs: a `ResolvedVoice` carrying the reference clip and
+the clip's content hash, which is what caches key on (never the voice's name). It also makes voices
+(from a clip citing consent, or from a text prompt) and keeps consents and voices consistent.
+
+A voice's id is its `name` when that is a valid voice name (posting it again replaces the voice);
+any other name (OpenAI's free-form "My new voice") is kept as the voice's label under a new id
+`voice_<hex>`."""
 
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
+
+from polyvox.audio.errors import AudioDecodeError
 from polyvox.engines.base import OPENAI_VOICES, Engine, ReferenceAudio
 from polyvox.settings import Settings
-from polyvox.voices.builtin import BUILTIN_DIR, BuiltinFreezer, BuiltinVoice, load_builtin_voices
+from polyvox.voices.builtin import BUILTIN_DIR, BuiltinFreezer, default_script, load_builtin_voices
 from polyvox.voices.clips import ClipLimits, load_clip
+from polyvox.voices.consents import ConsentStore
+from polyvox.voices.design import FrozenPrompt, VoiceDesign, freeze_design, reference_of
 from polyvox.voices.errors import (
+    ConsentInUse,
+    ConsentNotFound,
     InvalidVoiceAudio,
     VoiceConflict,
     VoiceError,
@@ -22,7 +35,14 @@ from polyvox.voices.errors import (
     VoiceStorageUnavailable,
     VoiceUnsupported,
 )
-from polyvox.voices.store import VoiceEntry, VoiceStore, check_name, default_voices_dir
+from polyvox.voices.store import (
+    NAME_PATTERN,
+    VoiceEntry,
+    VoiceStore,
+    check_name,
+    check_text,
+    default_voices_dir,
+)
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +77,9 @@ class VoiceInfo:
     cfg_value: float | None = None
     inference_timesteps: int | None = None
     consent: bool | None = None
+    consent_id: str | None = None
+    label: str | None = None
+    prompt: str | None = None
     created: float | None = None
 
 
@@ -72,20 +95,33 @@ class ReloadReport:
     problems: list[str] = field(default_factory=list)
 
 
+def voice_id_for(name: str) -> tuple[str, str | None]:
+    """The id a new voice called `name` gets, and its label (None: the id is the name)."""
+    if isinstance(name, str) and NAME_PATTERN.fullmatch(name):
+        return name, None
+    return f"voice_{secrets.token_hex(8)}", check_text(name, "name")
+
+
 class VoiceRegistry:
-    """Builtin voices plus the voices of `store` (None: no voices directory, nothing can be stored)."""
+    """Builtin voices plus the voices of `store` (None: no voices directory, nothing can be stored).
+
+    `design_script` is the sentence and seed a voice made from a prompt is frozen speaking, unless
+    the request brings its own sentence."""
 
     def __init__(
         self,
         store: VoiceStore | None,
-        builtins: dict[str, BuiltinVoice],
+        builtins: dict[str, VoiceDesign],
         freezer: BuiltinFreezer,
         limits: ClipLimits,
+        design_script: tuple[str, int],
     ):
         self.store = store
+        self.consents = ConsentStore(store) if store is not None else None
         self.builtins = builtins
         self.freezer = freezer
         self.limits = limits
+        self.design_script = design_script
         self._voices: dict[str, StoredVoice] = {}
         self._lock = threading.Lock()
 
@@ -97,14 +133,17 @@ class VoiceRegistry:
         except OSError as exc:
             log.warning("voices directory %s is not writable (%s): voices cannot be stored", root, exc)
             store = None
-        freezer = BuiltinFreezer(
-            store.root / BUILTIN_DIR if store else None, settings.voice_freeze_max_patches
-        )
+        patches = settings.voice_freeze_max_patches
+        if store is not None:
+            freezer = BuiltinFreezer(store.root / BUILTIN_DIR, patches, store.locked)
+        else:
+            freezer = BuiltinFreezer(None, patches)
         return cls(
             store,
             load_builtin_voices(settings.builtin_voices_file),
             freezer,
             ClipLimits.from_settings(settings),
+            default_script(settings.builtin_voices_file),
         )
 
     # ------------------------------------------------------------------ reading
@@ -133,6 +172,9 @@ class VoiceRegistry:
                 cfg_value=entry.cfg_value,
                 inference_timesteps=entry.inference_timesteps,
                 consent=entry.consent,
+                consent_id=entry.consent_id,
+                label=entry.label,
+                prompt=entry.prompt,
                 created=entry.created,
             )
         if name in self.builtin_names():
@@ -168,7 +210,7 @@ class VoiceRegistry:
             return ResolvedVoice(name, "builtin", self.freezer.frozen(design, innermost(engine)))
         return self._resolve_plain(name, engine)
 
-    def _design_to_freeze(self, name: str, engine: Engine) -> BuiltinVoice | None:
+    def _design_to_freeze(self, name: str, engine: Engine) -> VoiceDesign | None:
         if name in self._voices or not engine.info.can_clone:
             return None
         return self.builtins.get(name)
@@ -193,13 +235,17 @@ class VoiceRegistry:
     # ------------------------------------------------------------------ changing (blocking: run in a thread)
 
     def reload(self) -> ReloadReport:
-        """Read `voices.json` and decode every clip it names; voices that fail are skipped and reported.
+        """Read `voices.json` and decode every clip it names; voices that fail are skipped and reported,
+        as is a lost `voices.json` or `consents.json`.
 
         A registry file that cannot be parsed raises VoiceStorageUnavailable and changes nothing."""
         report = ReloadReport()
         if self.store is None:
             return report
         entries, report.problems = self.store.read()
+        lost_consents = self.consents.lost_index() if self.consents is not None else None
+        if lost_consents:
+            report.problems.append(lost_consents)
         loaded: dict[str, StoredVoice] = {}
         for name, entry in entries.items():
             if self.is_reserved(name):
@@ -207,7 +253,7 @@ class VoiceRegistry:
                 continue
             path = self.store.clip_path(entry)
             try:
-                reference = load_clip(path.read_bytes(), self.limits, "audio", entry.transcript)
+                reference = self._reference(path.read_bytes(), entry)
             except OSError as exc:
                 report.problems.append(
                     f"voice {name!r} skipped: {path} cannot be read ({exc.strerror or exc})"
@@ -224,34 +270,98 @@ class VoiceRegistry:
             log.warning("voices: %s", problem)
         return report
 
+    def _reference(self, data: bytes, entry: VoiceEntry) -> ReferenceAudio:
+        """A stored clip as a reference: a designed voice's clip is generated audio (no upload checks)."""
+        if entry.source != "designed":
+            return load_clip(data, self.limits, "audio", entry.transcript)
+        try:
+            return reference_of(FrozenPrompt(data, entry.transcript))
+        except AudioDecodeError as exc:
+            raise InvalidVoiceAudio(str(exc), "audio") from exc
+
+    def sweep(self) -> list[Path]:
+        """Delete what interrupted writes left in the voices directory (see `VoiceStore.sweep`)."""
+        if self.store is None or self.consents is None:
+            return []
+        return self.store.sweep(BUILTIN_DIR) + self.consents.sweep()
+
     def add(
-        self,
-        name: str,
-        data: bytes,
-        filename: str,
-        entry: VoiceEntry,
+        self, name: str, data: bytes, filename: str, entry: VoiceEntry, param: str = "audio"
     ) -> tuple[VoiceInfo, bool]:
-        """Check and store an uploaded voice (replacing one of the same name); returns its info and
-        whether it replaced another."""
-        check_name(name)
-        if self.is_reserved(name):
-            raise VoiceConflict(f"{name!r} is a builtin voice and cannot be replaced", param="name")
-        if self.store is None:
-            raise VoiceStorageUnavailable("the voices directory is not writable; voices cannot be stored")
-        if entry.consent is not True:
+        """Check and store a voice from an uploaded clip (`param` names its field), replacing one of
+        the same id; it needs consent: `entry.consent_id` citing a consent recording, or
+        `entry.consent` true. Returns its info and whether it replaced another."""
+        voice_id, label = voice_id_for(name)
+        store = self._changeable(voice_id)
+        if entry.consent_id is None and entry.consent is not True:
             raise VoiceError(
-                "consent must be true: confirm the speaker agreed to have their voice cloned",
+                "consent: give the id of the speaker's consent recording (POST /v1/audio/voice_consents) "
+                "or true to confirm the speaker agreed to have their voice cloned",
                 param="consent",
                 code="consent_required",
             )
-        reference = load_clip(data, self.limits, "audio", entry.transcript)
-        entry = entry.model_copy(update={"source": "uploaded", "created": time.time()})
-        suffix = Path(filename or "").suffix
+        reference = load_clip(data, self.limits, param, entry.transcript)
+        entry = entry.model_copy(update={"label": label, "source": "uploaded"})
+        with store.locked():  # the cited consent cannot be deleted before the voice is stored
+            if entry.consent_id is not None:
+                self._check_consent(entry.consent_id)
+                entry = entry.model_copy(update={"consent": True})
+            return self._store_voice(voice_id, data, Path(filename or "").suffix, entry, reference)
+
+    async def design(
+        self, name: str, prompt: str, script: str | None, engine: Engine
+    ) -> tuple[VoiceInfo, bool]:
+        """Make a voice from a description: the engine designs it speaking `script` (default: the
+        builtin voices' sentence) with a fixed seed, once, and the clip is stored as the voice.
+        Raises VoiceUnsupported when the engine cannot clone (it would never speak with it)."""
+        voice_id, label = voice_id_for(name)
+        self._changeable(voice_id)
+        if not engine.info.can_clone:
+            raise VoiceUnsupported(
+                f"a voice made from a prompt is designed and then cloned by VoxCPM2; the "
+                f"{engine.info.name} engine can do neither: serve VoxCPM2 "
+                "(polyvox serve --model CHECKPOINT) to create voices from a prompt",
+                param="prompt",
+                code="voice_design_unsupported",
+            )
+        text, seed = self.design_script
+        design = VoiceDesign(voice_id, prompt, script or text, seed)
+        frozen = await freeze_design(design, innermost(engine), self.freezer.max_patches)
+        reference = await anyio.to_thread.run_sync(reference_of, frozen)
+        entry = VoiceEntry(
+            audio="", transcript=frozen.transcript, label=label, prompt=prompt, source="designed"
+        )
+        return await anyio.to_thread.run_sync(
+            self._store_voice, voice_id, frozen.wav, ".wav", entry, reference
+        )
+
+    def _changeable(self, voice_id: str) -> VoiceStore:
+        check_name(voice_id)
+        if self.is_reserved(voice_id):
+            raise VoiceConflict(f"{voice_id!r} is a builtin voice and cannot be replaced", param="name")
+        if self.store is None:
+            raise VoiceStorageUnavailable("the voices directory is not writable; voices cannot be stored")
+        return self.store
+
+    def _check_consent(self, consent_id: str) -> None:
+        try:
+            self.consent_store().get(consent_id)
+        except ConsentNotFound as exc:
+            raise VoiceError(
+                f"consent: no consent recording {consent_id!r}; "
+                "upload one with POST /v1/audio/voice_consents and pass its id",
+                param="consent",
+                code="consent_not_found",
+            ) from exc
+
+    def _store_voice(
+        self, voice_id: str, data: bytes, suffix: str, entry: VoiceEntry, reference: ReferenceAudio
+    ) -> tuple[VoiceInfo, bool]:
+        entry = entry.model_copy(update={"created": time.time()})
         with self._lock:
-            previous = self.store.put(name, data, suffix, entry)
-            stored = StoredVoice(entry.model_copy(update={"audio": ""}), reference)
-            self._voices = {**self._voices, name: stored}
-        return self.info(name), previous is not None
+            previous = self._changeable(voice_id).put(voice_id, data, suffix, entry)
+            self._voices = {**self._voices, voice_id: StoredVoice(entry, reference)}
+        return self.info(voice_id), previous is not None
 
     def delete(self, name: str) -> None:
         if self.is_reserved(name):
@@ -261,6 +371,24 @@ class VoiceRegistry:
         with self._lock:
             self.store.remove(name)
             self._voices = {k: v for k, v in self._voices.items() if k != name}
+
+    def consent_store(self) -> ConsentStore:
+        if self.consents is None:
+            raise VoiceStorageUnavailable("the voices directory is not writable; consents cannot be stored")
+        return self.consents
+
+    def delete_consent(self, consent_id: str) -> None:
+        """Delete a consent recording no voice cites (ConsentInUse names the voices that do)."""
+        consents = self.consent_store()
+        with consents.store.locked():
+            citing = consents.store.entries_citing(consent_id)
+            if citing:
+                raise ConsentInUse(
+                    f"consent recording {consent_id!r} is cited by voice(s) {', '.join(citing)}; "
+                    "delete them first",
+                    param="consent_id",
+                )
+            consents.delete(consent_id)
 
     @property
     def freezes(self) -> int:

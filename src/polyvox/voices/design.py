@@ -1,0 +1,67 @@
+"""Voice design frozen into a clip: an engine that clones speaks a sentence as "(description)text"
+with a fixed seed, once, and the audio becomes the voice's reference prompt. Builtin voices and
+voices created from a text prompt are both made this way, so each sounds the same on every request."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from polyvox.audio.decode import decode_audio
+from polyvox.audio.encode import encode_audio
+from polyvox.engines.base import Engine, ReferenceAudio, SynthesisRequest
+from polyvox.voices.clips import CLIP_RATE, content_hash
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class VoiceDesign:
+    """A voice as a description, the sentence it is frozen speaking, and the seed it is made with."""
+
+    name: str
+    description: str
+    text: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class FrozenPrompt:
+    """A designed voice's frozen clip: the WAV's bytes and the transcript it may be continued from."""
+
+    wav: bytes
+    transcript: str | None
+
+
+async def freeze_design(design: VoiceDesign, engine: Engine, max_patches: int) -> FrozenPrompt:
+    """Generate the design's clip with `engine` (the model engine itself, not a text front end)."""
+    request = SynthesisRequest(
+        text=design.text,
+        voice=design.name,
+        instructions=design.description,
+        seed=design.seed,
+        max_patches=max_patches,
+        request_id=f"freeze-{design.name}",
+    )
+    chunks = [np.asarray(chunk, dtype=np.float32).reshape(-1) async for chunk in engine.generate(request)]
+    # A capped generation may not have said the whole sentence: then the clip is cloned without
+    # its transcript, so the model is never told the audio contains words it does not.
+    patch_cap_hit = len(chunks) >= max_patches
+    samples = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
+    wav = encode_audio(samples, engine.info.sample_rate, "wav")
+    log.info(
+        "voice %s frozen: %.2f s of audio%s",
+        design.name,
+        samples.size / engine.info.sample_rate,
+        " (length cap reached)" if patch_cap_hit else "",
+    )
+    return FrozenPrompt(wav, None if patch_cap_hit else design.text)
+
+
+def reference_of(frozen: FrozenPrompt) -> ReferenceAudio:
+    """The frozen clip as a ReferenceAudio keyed by its bytes' hash (generated audio: no upload checks).
+    Blocking: call it off the event loop."""
+    samples = decode_audio(frozen.wav, CLIP_RATE)
+    return ReferenceAudio(samples, CLIP_RATE, content_hash(frozen.wav), frozen.transcript)
