@@ -232,6 +232,8 @@ class Settings(BaseSettings):
     )
     crossfade_ms: float = Field(10.0, ge=0, le=200, description="Fade at the seams between pieces, in ms.")
 
+    ui: bool = Field(True, description="Serve the web playground at / and /ui (its API calls need a key).")
+
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
 
     @field_validator("api_keys", "admin_api_keys", mode="before")

@@ -19,7 +19,7 @@ from polyvox.server.engine_metrics import EngineStatsCollector
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import Lifecycle
 from polyvox.server.metrics import Metrics, MetricsMiddleware
-from polyvox.server.routes import catalog, health, lexicon, speech, voices, websocket
+from polyvox.server.routes import catalog, health, lexicon, speech, ui, voices, websocket
 from polyvox.server.supervisor import EngineSupervisor
 from polyvox.server.synthesis import SpeechService
 from polyvox.settings import Settings
@@ -95,5 +95,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.include_router(websocket.router)
     app.include_router(lexicon.router)
     app.include_router(health.router)
+    if settings.ui:
+        ui.install(app)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
     return app

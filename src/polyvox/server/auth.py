@@ -2,16 +2,20 @@
 for `/admin/*` and voice management (POST/PUT/PATCH/DELETE under `/v1/audio/voices` and `/v1/voices`).
 
 It is an app-wide dependency, so every route, including ones added later, is guarded unless it is
-in `OPEN_PATHS` (health, readiness, metrics, the API docs). With no key configured at all the
-server is open. Answers are OpenAI-shaped: 401 for a missing or unknown key, 403 for a valid key
+in `OPEN_PATHS` (health, readiness, metrics, the API docs, the playground page). A WebSocket handshake
+may offer its key as a subprotocol instead (`websocket_key`), as browsers can. With no key configured
+at all the server is open. Answers are OpenAI-shaped: 401 for a missing or unknown key, 403 for a valid key
 on an admin route that is not an admin key.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,10 +28,13 @@ log = logging.getLogger(__name__)
 
 OPEN_PATHS = frozenset(
     {"/health", "/ready", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+    | {"/", "/ui"}  # the playground's static page; its API calls carry the user's key
 )
+OPEN_PREFIXES = ("/ui/assets/",)  # the playground's scripts and styles
 ADMIN_PREFIXES = ("/admin/",)
 VOICE_ADMIN_PREFIXES = ("/v1/audio/voices", "/v1/voices")
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+WEBSOCKET_KEY_PREFIX = "polyvox.key."
 
 
 def _digest(key: str) -> bytes:
@@ -84,13 +91,28 @@ def needs_admin(method: str, path: str) -> bool:
 def _bearer(request: HTTPConnection) -> str | None:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     token = token.strip()
-    return token if scheme.lower() == "bearer" and token else None
+    if scheme.lower() == "bearer" and token:
+        return token
+    return websocket_key(request.scope.get("subprotocols", ()))
+
+
+def websocket_key(subprotocols: Iterable[str]) -> str | None:
+    """The key a browser's WebSocket offers as the subprotocol `polyvox.key.<base64url of the key>`:
+    browsers cannot set headers on a WebSocket handshake, and a query string would end up in logs."""
+    for offered in subprotocols:
+        if offered.startswith(WEBSOCKET_KEY_PREFIX):
+            encoded = offered.removeprefix(WEBSOCKET_KEY_PREFIX)
+            try:
+                return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode() or None
+            except (binascii.Error, UnicodeDecodeError):
+                return None
+    return None
 
 
 def authorize(request: HTTPConnection) -> None:
     """The app-wide dependency: 401 / 403 unless the request (or WebSocket handshake) may use this route."""
     path = request.url.path
-    if path in OPEN_PATHS:
+    if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
         return
     ring: KeyRing = request.app.state.keyring
     if ring.open:

@@ -60,8 +60,9 @@ class _Failure:
 class SpeechSession:
     """One WebSocket session: reads client messages, runs segments, sends their audio in order."""
 
-    def __init__(self, websocket: WebSocket, service: SpeechService):
+    def __init__(self, websocket: WebSocket, service: SpeechService, subprotocol: str | None = None):
         self.websocket = websocket
+        self.subprotocol = subprotocol  # the one answered to the handshake
         self.service = service
         self.config: SessionConfig | None = None
         self.template: SpeechRequest | None = None
@@ -79,7 +80,7 @@ class SpeechSession:
         self.output_tokens = 0
 
     async def run(self) -> None:
-        await self.websocket.accept()
+        await self.websocket.accept(subprotocol=self.subprotocol)
         self.sender = asyncio.create_task(self._send_loop())
         try:
             while True:

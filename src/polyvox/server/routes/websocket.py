@@ -20,11 +20,17 @@ from starlette.websockets import WebSocketDisconnect
 from polyvox.server.ws_session import SpeechSession
 
 router = APIRouter(tags=["speech"])
+BROWSER_SUBPROTOCOL = "polyvox"
 
 
 @router.websocket("/v1/audio/speech/ws")
 async def speech_socket(websocket: WebSocket) -> None:
-    """Incremental text in, audio per sentence out (see docs/streaming.md). Auth as the HTTP routes."""
-    session = SpeechSession(websocket, websocket.app.state.service)
+    """Incremental text in, audio per sentence out (see docs/streaming.md). Auth as the HTTP routes, or
+    from a browser: subprotocols `polyvox` and `polyvox.key.<base64url of the key>`."""
+    offered = websocket.scope.get("subprotocols", ())
+    # A browser that offered subprotocols (its key rides on one, see auth.websocket_key) needs one
+    # chosen in the answer, or it drops the connection; the key's own is never echoed.
+    chosen = BROWSER_SUBPROTOCOL if BROWSER_SUBPROTOCOL in offered else None
+    session = SpeechSession(websocket, websocket.app.state.service, subprotocol=chosen)
     with contextlib.suppress(WebSocketDisconnect):
         await session.run()

@@ -1,0 +1,78 @@
+"""Driving the playground page as a user does, and reading what it shows."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+TABS = ("speak", "clone", "voices", "server", "code")
+
+
+def open_playground(page, url: str, key: str | None = None, path: str = "/") -> None:
+    """Load the page; with `key`, enter it as a user does. Waits until the voices are listed (or the
+    page has said why not)."""
+    page.goto(url + path)
+    if key is not None:
+        page.fill("#api-key", key)
+        page.click("#key-form button[type=submit]")
+    page.wait_for_function(
+        "document.querySelectorAll('#speak-voice option').length > 0"
+        " || !document.getElementById('notice').hidden"
+    )
+
+
+def wait_for_text(page, selector: str, pattern: str) -> str:
+    """Wait until the element's text matches `pattern` (a regular expression); returns the text."""
+    page.wait_for_function(
+        "([selector, pattern]) => new RegExp(pattern).test(document.querySelector(selector).textContent)",
+        arg=[selector, pattern],
+    )
+    return page.inner_text(selector)
+
+
+def speak(page) -> str:
+    """Press Speak and wait until the page reports the end (playback included) or an error; returns
+    the status line."""
+    page.click("#speak-button")
+    return wait_for_text(page, "#speak-status", r"^(Done|Failed|Stopped)")
+
+
+def seconds(text: str) -> float:
+    """A figure the page shows as `1.23 s`."""
+    match = re.search(r"([\d.]+) s", text)
+    assert match, f"no seconds in {text!r}"
+    return float(match.group(1))
+
+
+def heard(page) -> tuple[float, float]:
+    """Seconds of audio that went through the page's audio graph for the last utterance, and its peak."""
+    meter = page.locator("#level-meter")
+    return float(meter.get_attribute("data-heard-seconds")), float(meter.get_attribute("data-peak"))
+
+
+def wait_for_sound(page) -> None:
+    """Wait until the page's audio graph has carried sound (a peak above zero) for this utterance."""
+    page.wait_for_function("Number(document.getElementById('level-meter').dataset.peak) > 0")
+
+
+def speech_request_body(request) -> dict:
+    """The JSON body of a captured `POST /v1/audio/speech`."""
+    return json.loads(request.post_data)
+
+
+def is_speech_post(request) -> bool:
+    return request.method == "POST" and request.url.endswith("/v1/audio/speech")
+
+
+def screenshot_tabs(page, directory: Path, prefix: str) -> list[Path]:
+    """A full-page screenshot of each tab, as a test artefact."""
+    shots = []
+    for tab in TABS:
+        page.click(f"#tab-{tab}")
+        page.wait_for_timeout(300)  # the Server tab's first refresh, the Code tab's render
+        path = directory / f"{prefix}-{tab}.png"
+        page.screenshot(path=str(path), full_page=True)
+        shots.append(path)
+    page.click("#tab-speak")
+    return shots

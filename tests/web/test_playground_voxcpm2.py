@@ -1,0 +1,143 @@
+"""The playground against `polyvox serve --random-weights tiny --device cpu` (VoxCPM2) in headless
+Chromium: the VoxCPM2 controls reach the request, the download comes from the audio cache, a clip
+uploaded (or recorded) in the Clone tab becomes a voice that speaks, and a bad clip shows the API's
+own error."""
+
+from __future__ import annotations
+
+import httpx
+import numpy as np
+import pytest
+
+from helpers.audio import decode
+from helpers.clips import wav_bytes
+from voices.clips import voice_like
+from web.playground import (
+    heard,
+    is_speech_post,
+    open_playground,
+    screenshot_tabs,
+    seconds,
+    speak,
+    speech_request_body,
+    wait_for_sound,
+    wait_for_text,
+)
+
+
+def clip_file(samples: np.ndarray, name: str) -> dict:
+    return {"name": name, "mimeType": "audio/wav", "buffer": wav_bytes(samples)}
+
+
+def test_voxcpm2_controls_reach_the_request_and_the_download_is_a_cache_hit(page, voxcpm2_server, artifacts):
+    open_playground(page, voxcpm2_server)
+    sent = []
+    page.on("request", lambda request: sent.append(request) if is_speech_post(request) else None)
+    page.fill("#speak-input", "Designed in the browser.")
+    page.select_option("#speak-voice", "alloy")
+    page.fill("#speak-instructions", "a calm, low voice")
+    page.fill("#speak-cfg", "2.5")
+    page.fill("#speak-timesteps", "4")
+    page.fill("#speak-seed", "7")
+    page.select_option("#speak-format", "mp3")
+    with page.expect_response(lambda response: is_speech_post(response.request)) as answer:
+        assert speak(page).startswith("Done"), page.inner_text("#speak-error")
+    played = speech_request_body(sent[-1])
+    model = httpx.get(f"{voxcpm2_server}/v1/models").json()["data"][0]["id"]
+    assert played == {
+        "model": model,
+        "input": "Designed in the browser.",
+        "voice": "alloy",
+        "instructions": "a calm, low voice",
+        "speed": 1,
+        "seed": 7,
+        "cfg_value": 2.5,
+        "inference_timesteps": 4,
+        "response_format": "pcm",
+        "stream_format": "audio",
+    }
+    shown = seconds(page.inner_text("#speak-duration"))
+    assert shown == pytest.approx(len(answer.value.body()) / 2 / 24000, abs=0.006)
+    assert heard(page)[1] > 0
+
+    with page.expect_download() as download:
+        page.click("#download-button")
+    assert speech_request_body(sent[-1])["response_format"] == "mp3"
+    assert "X-Cache: HIT" in wait_for_text(page, "#speak-status", "^Downloaded")
+    samples, rate = decode(download.value.path().read_bytes())
+    assert samples.size / rate == pytest.approx(shown, abs=0.08)  # the same audio (mp3 pads a little)
+    screenshot_tabs(page, artifacts, "voxcpm2")
+
+
+def test_a_clip_saved_as_a_voice_appears_in_the_picker_and_speaks(page, voxcpm2_server):
+    open_playground(page, voxcpm2_server)
+    page.click("#tab-clone")
+    page.set_input_files("#clone-file", files=[clip_file(voice_like(2.0), "mine.wav")])
+    page.fill("#clone-transcript", "A clip made for this test.")
+    page.check("#clone-consent")
+    page.fill("#clone-name", "browser_voice")
+    page.click("#clone-save")
+    wait_for_text(page, "#clone-status", '^Saved as voice "browser_voice"')
+
+    page.click("#tab-speak")
+    assert page.input_value("#speak-voice") == "browser_voice"  # listed, and picked
+    assert "2.0 s clip" in page.inner_text("#voice-description")
+    page.fill("#speak-input", "My own voice.")
+    with page.expect_request(is_speech_post) as sent:
+        status = speak(page)
+    assert status.startswith("Done"), page.inner_text("#speak-error")
+    assert speech_request_body(sent.value)["voice"] == "browser_voice"
+    assert heard(page)[1] > 0
+
+    page.click("#tab-voices")
+    assert page.locator('#voices-table tr[data-voice="browser_voice"]').is_visible()
+
+
+def test_a_silent_clip_shows_the_apis_own_error(page, voxcpm2_server):
+    silence = np.zeros(48000, np.float32)
+    refusals = [
+        httpx.post(
+            f"{voxcpm2_server}/v1/audio/voices",
+            data={"name": "silent_direct", "consent": "true"},
+            files={"audio": ("silent.wav", wav_bytes(silence), "audio/wav")},
+        ),
+        httpx.post(
+            f"{voxcpm2_server}/v1/audio/speech",
+            data={"input": "Silence.", "response_format": "pcm"},
+            files={"custom_voice_file": ("silent.wav", wav_bytes(silence), "audio/wav")},
+        ),
+    ]
+    assert [refusal.status_code for refusal in refusals] == [400, 400]
+    save_message, once_message = (refusal.json()["error"]["message"] for refusal in refusals)
+
+    open_playground(page, voxcpm2_server)
+    page.click("#tab-clone")
+    page.set_input_files("#clone-file", files=[clip_file(silence, "silent.wav")])
+    page.check("#clone-consent")
+    page.fill("#clone-name", "silent_voice")
+    page.click("#clone-save")
+    page.wait_for_selector("#clone-error", state="visible")
+    assert save_message in page.inner_text("#clone-error")
+    assert "400" in page.inner_text("#clone-error")
+
+    page.click("#clone-speak")  # a one-off clone with it is refused as the API refuses it
+    wait_for_text(page, "#clone-status", "^Failed")
+    assert once_message in page.inner_text("#clone-error")
+
+
+def test_a_recorded_clip_speaks_once(page, voxcpm2_server):
+    open_playground(page, voxcpm2_server)
+    page.click("#tab-clone")
+    page.click("#clone-record")  # Chromium's fake microphone
+    page.wait_for_timeout(2000)
+    page.click("#clone-record-stop")
+    wait_for_text(page, "#clone-clip", "^Recording of")
+    page.check("#clone-consent")
+    page.fill("#clone-text", "Recorded.")
+    with page.expect_request(is_speech_post) as sent:
+        page.click("#clone-speak")
+    assert wait_for_text(page, "#clone-status", "^(Spoken|Failed)").startswith("Spoken"), page.inner_text(
+        "#clone-error"
+    )
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")  # the clip, uploaded
+    wait_for_sound(page)
