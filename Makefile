@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 # On machines without CUDA take the CPU build of torch first (a bare `torch` may pull a multi-GB CUDA build).
 TORCH_CPU := torch==2.13.0
 
-.PHONY: serve test lint format docs install install-test clean
+.PHONY: serve test lint format docs install install-test install-browser clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ $(VENV)/.installed-test: $(VENV)/.installed
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+
+# Headless Chromium for the playground's browser tests (tests/web skips them without it): the Debian
+# packages, installed as root when missing (Playwright's own browser download is not used).
+install-browser:
+	@[ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
 serve: $(VENV)/.installed
 	$(VENV)/bin/polyvox serve
