@@ -125,3 +125,17 @@ def test_code_tab_snippets_run_and_speak_the_current_settings(page, embedded_ser
         subprocess.run(["bash", "-c", page.inner_text("#code-curl")], cwd=tmp_path, check=True, timeout=120)
         samples, _ = decode((tmp_path / "speech.wav").read_bytes())
         assert samples.size > 0
+
+
+def test_on_a_phone_in_dark_mode_every_tab_fits_the_screen(page, embedded_server, artifacts):
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.emulate_media(color_scheme="dark")
+    open_playground(page, embedded_server)
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    red, green, blue = (int(part) for part in background[background.index("(") + 1 : -1].split(",")[:3])
+    assert red + green + blue < 150, background  # the dark theme followed the system
+    for tab in ("speak", "clone", "voices", "server", "code"):
+        page.click(f"#tab-{tab}")
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the {tab} tab is wider than a phone by {overflow} px"
+        page.screenshot(path=str(artifacts / f"phone-dark-{tab}.png"), full_page=True)
