@@ -20,7 +20,7 @@ def key_subprotocol(key: str) -> str:
 
 
 def test_page_and_assets_are_open_while_the_api_needs_a_key(serve):
-    url = serve(api_keys=[KEY], max_input_chars=1234)
+    url = serve(api_keys=[KEY], max_input_chars=1234, instructions_mode="ignore")
     for path in ("/", "/ui"):
         page = httpx.get(url + path)
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
@@ -35,6 +35,7 @@ def test_page_and_assets_are_open_while_the_api_needs_a_key(serve):
     config = httpx.get(url + "/ui/config", headers={"Authorization": f"Bearer {KEY}"}).json()
     assert config["max_input_chars"] == 1234
     assert config["engine"] == "fake" and config["can_clone"] is False
+    assert config["instructions_mode"] == "ignore" and config["default_sample_rate"] == 24000
 
 
 def test_no_ui_serves_no_page(serve):

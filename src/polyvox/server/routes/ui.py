@@ -38,6 +38,9 @@ class PlaygroundConfig(BaseModel):
     max_upload_bytes: int
     cfg_value: float = Field(description="The server's default `cfg_value`.")
     inference_timesteps: int = Field(description="The server's default `inference_timesteps`.")
+    instructions_mode: str = Field(description="What `instructions` do: design, or ignore.")
+    instructions_mode_by_voice: dict[str, str] = Field(description="Per-voice exceptions to it.")
+    default_sample_rate: int | str = Field(description="Rate of formats other than pcm when none is asked.")
 
 
 def _page() -> HTMLResponse:
@@ -70,6 +73,9 @@ async def playground_config(service: SpeechService = Depends(get_service)) -> Pl
         max_upload_bytes=settings.max_upload_bytes,
         cfg_value=settings.cfg_value,
         inference_timesteps=settings.inference_timesteps,
+        instructions_mode=settings.instructions_mode,
+        instructions_mode_by_voice=dict(settings.instructions_mode_by_voice),
+        default_sample_rate=settings.default_sample_rate,
     )
 
 

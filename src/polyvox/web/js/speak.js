@@ -106,7 +106,11 @@ export class SpeakTab {
     $("design-note").hidden = config.can_clone;
     $("speak-cfg").placeholder = `server default ${config.cfg_value}`;
     $("speak-timesteps").placeholder = `server default ${config.inference_timesteps}`;
+    const others = config.default_sample_rate;
+    $("speak-sample-rate").options[0].textContent =
+      others === 24000 ? "server default (24000)" : `server default (pcm 24000, others ${others})`;
     this.#count();
+    this.#describeVoice();
   }
 
   #fillVoices() {
@@ -133,8 +137,13 @@ export class SpeakTab {
   }
 
   #describeVoice() {
-    const voice = voiceById($("speak-voice").value);
+    const id = $("speak-voice").value;
+    const voice = voiceById(id);
     $("voice-description").textContent = voice ? aboutVoice(voice) : "";
+    const config = catalog.config;
+    const mode = config ? config.instructions_mode_by_voice[id] || config.instructions_mode : "design";
+    $("instructions-note").textContent =
+      mode === "ignore" ? `This server ignores instructions for this voice (instructions_mode: ignore).` : "";
   }
 
   #count() {
