@@ -112,12 +112,8 @@ def run_serve(args: argparse.Namespace) -> int:
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=5
     )
-    admission = app.state.service.admission
     server = DrainingServer(
-        config,
-        app.state.lifecycle,
-        busy=lambda: admission.running + admission.waiting > 0,
-        grace_s=settings.shutdown_grace_s,
+        config, app.state.lifecycle, busy=app.state.service.busy, grace_s=settings.shutdown_grace_s
     )
     server.run()
     return 0
