@@ -6,12 +6,14 @@ itself is `speech_job`, cache rules `speech_cache`, audio shaping `output`, disc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from typing import TypeVar
 
 import anyio
 import numpy as np
@@ -40,6 +42,8 @@ log = logging.getLogger(__name__)
 
 # Control characters (NUL, escape...) are spoken as spaces: no engine should ever see them.
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+T = TypeVar("T")
 
 
 class SpeechService:
@@ -75,18 +79,55 @@ class SpeechService:
             return self.voice_registry.names(self.engine)
         return list(dict.fromkeys((*OPENAI_VOICES, *self.engine.info.voices)))
 
-    async def resolve_voice(self, name: str, reference: ReferenceAudio | None = None) -> ResolvedVoice | None:
+    def busy(self) -> bool:
+        """Whether a speech request is in flight: accepted, waiting for a slot, or running."""
+        return self.lifecycle.accepted + self.admission.running + self.admission.waiting > 0
+
+    @contextlib.contextmanager
+    def accept(self) -> Iterator[float]:
+        """Accept a speech request (503 while draining) and count it in flight for the block, until it
+        holds an admission slot (which counts it from then on); yields the moment it was accepted, where
+        its deadline starts. A drain waits for what was accepted before it began."""
+        self._refuse_while_draining()
+        with self.lifecycle.accepting() as accepted_at:
+            yield accepted_at
+
+    def _refuse_while_draining(self) -> None:
+        if self.lifecycle.draining:
+            raise APIError(
+                503, "the server is shutting down", code="shutting_down", headers={"Retry-After": "5"}
+            )
+
+    async def resolve_voice(
+        self, name: str, reference: ReferenceAudio | None = None, accepted_at: float | None = None
+    ) -> ResolvedVoice | None:
         """The voice `name` ready to speak, for `prepare(voice=...)`: a builtin voice of an engine that
         clones is frozen into its reference prompt on first use (hence async). None when a one-off
-        `reference` replaces the voice, without a registry, or while the engine cannot serve."""
+        `reference` replaces the voice, without a registry, or while the engine cannot serve.
+
+        A request `accepted_at` (see `accept()`) waits for a freeze only until its deadline, and still
+        resolves while draining; the freeze itself runs on for the requests after it."""
         if reference is not None or self.voice_registry is None:
             return None
-        if self.lifecycle.draining or not self.engine.ready:
+        if not self.engine.ready or (accepted_at is None and self.lifecycle.draining):
             return None  # prepare() answers 503
+        resolving = self.voice_registry.resolve(name, self.engine)
         try:
-            return await self.voice_registry.resolve(name, self.engine)
+            if accepted_at is None:
+                return await resolving
+            return await self._before_deadline(resolving, accepted_at)
         except VoiceNotFound as exc:
             raise APIError(400, exc.message, param="voice", code="voice_not_found") from exc
+
+    async def _before_deadline(self, work: Awaitable[T], accepted_at: float) -> T:
+        """`work`'s result, or DeadlineExceeded at the request's deadline (the work itself runs on)."""
+        task = asyncio.ensure_future(work)
+        remaining = accepted_at + self.settings.request_timeout_s - time.perf_counter()
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), max(0.0, remaining))
+        except TimeoutError as exc:
+            task.add_done_callback(_retrieve)
+            raise DeadlineExceeded(self.settings.request_timeout_s) from exc
 
     def prepare(
         self,
@@ -96,17 +137,19 @@ class SpeechService:
         reference: ReferenceAudio | None = None,
         no_cache: bool = False,
         voice: ResolvedVoice | None = None,
+        accepted_at: float | None = None,
     ) -> SpeechJob:
         """Check the request against settings and engine; APIError / EngineInputError if it cannot run.
 
         `reference` is an uploaded one-off clone (never cached); `no_cache` is the client's
         `Cache-Control: no-cache | no-store`; `voice` is `await resolve_voice(body.voice)` (when not
         given, the voice is resolved here without freezing: a builtin voice not yet frozen speaks with
-        the engine's own voice of that name)."""
-        if self.lifecycle.draining:
-            raise APIError(
-                503, "the server is shutting down", code="shutting_down", headers={"Retry-After": "5"}
-            )
+        the engine's own voice of that name). `accepted_at` is when `accept()` took the request (its
+        deadline runs from there, and a drain that began since lets it run); None: accepted now,
+        refused while draining."""
+        if accepted_at is None:
+            self._refuse_while_draining()
+            accepted_at = time.perf_counter()
         if not self.engine.ready:
             raise APIError(
                 503,
@@ -153,7 +196,7 @@ class SpeechService:
             request_id=uuid.uuid4().hex,
         )
         self.engine.validate(request)
-        job = SpeechJob(request, fmt, out_rate, pipeline_speed, stream)
+        job = SpeechJob(request, fmt, out_rate, pipeline_speed, stream, received_at=accepted_at)
         self.cache.assign(
             job,
             self.engine,
@@ -267,6 +310,12 @@ class SpeechService:
     async def whole(self, job: SpeechJob) -> bytes:
         """The complete file for a non-streamed answer (WAV gets its exact sizes)."""
         return complete_file(b"".join([piece async for piece in self.audio(job)]), job.fmt, job.out_rate)
+
+
+def _retrieve(task: asyncio.Future) -> None:
+    """The outcome of work no request waits for any more (a voice freeze past its request's deadline)."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.warning("work that outlived its request's deadline failed: %s: %s", type(exc).__name__, exc)
 
 
 def _digest(text: str) -> str:

@@ -47,27 +47,30 @@ async def _speak(
     request: Request, service: SpeechService, defaults: dict[str, Any] | None = None
 ) -> Response:
     settings = service.settings
-    body, reference = await read_speech_request(
-        request,
-        settings.max_request_bytes,
-        defaults,
-        max_upload_bytes=settings.max_upload_bytes,
-        clip_limits=ClipLimits.from_settings(settings),
-    )
-    voice = await service.resolve_voice(body.voice, reference)
-    job = service.prepare(
-        body,
-        stream=body.stream_format is not None,
-        reference=reference,
-        no_cache=_no_cache(request),
-        voice=voice,
-    )
-    await service.lookup(job)
-    headers = {"X-Request-Id": job.request.request_id, **job.cache_headers()}
-    try:
-        await service.admit(request, job)
-    except ClientGone:
-        return Response(status_code=CLIENT_CLOSED)
+    # In flight from here until it holds an admission slot: a drain waits for it, its deadline runs.
+    with service.accept() as accepted_at:
+        body, reference = await read_speech_request(
+            request,
+            settings.max_request_bytes,
+            defaults,
+            max_upload_bytes=settings.max_upload_bytes,
+            clip_limits=ClipLimits.from_settings(settings),
+        )
+        voice = await service.resolve_voice(body.voice, reference, accepted_at=accepted_at)
+        job = service.prepare(
+            body,
+            stream=body.stream_format is not None,
+            reference=reference,
+            no_cache=_no_cache(request),
+            voice=voice,
+            accepted_at=accepted_at,
+        )
+        await service.lookup(job)
+        headers = {"X-Request-Id": job.request.request_id, **job.cache_headers()}
+        try:
+            await service.admit(request, job)
+        except ClientGone:
+            return Response(status_code=CLIENT_CLOSED)
     handed_over = False
     try:
         if not job.stream:
