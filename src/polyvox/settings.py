@@ -82,8 +82,8 @@ class Settings(BaseSettings):
     )
     public_model_list: bool = Field(
         False,
-        description="Let GET /v1/models, /v1/models/{id}, /v1/audio/voices and /v1/voices answer without a "
-        "key when keys are on (Open WebUI lists models and voices without one).",
+        description="Let GET /v1/models, /v1/models/{id}, /v1/audio/models, /v1/audio/voices and /v1/voices "
+        "answer without a key when keys are on (Open WebUI lists models and voices without one).",
     )
 
     # audio cache

@@ -9,12 +9,11 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
 
 from polyvox import __version__
 from polyvox.engines.base import Engine
-from polyvox.server.auth import KeyRing, authorize
-from polyvox.server.deps import require_api_key
+from polyvox.server.auth import AuthMiddleware, KeyRing
 from polyvox.server.engine_metrics import EngineStatsCollector
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import Lifecycle
@@ -71,8 +70,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
 
         engine = build_speech_engine(settings)
     metrics = Metrics()
-    # Every route needs an API key when keys are configured, except auth.OPEN_PATHS.
-    app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan, dependencies=[Depends(authorize)])
+    app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan)
     app.state.keyring = KeyRing.from_settings(settings)
     app.state.lifecycle = Lifecycle()
     app.state.settings = settings
@@ -88,14 +86,16 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.created = int(time.time())
     install_error_handlers(app)
     voices.install_voice_errors(app)
-    authenticated = [Depends(require_api_key)]
-    app.include_router(speech.router, dependencies=authenticated)
-    app.include_router(catalog.router, dependencies=authenticated)
-    app.include_router(voices.router, dependencies=authenticated)
+    app.include_router(speech.router)
+    app.include_router(catalog.router)
+    app.include_router(voices.router)
     app.include_router(websocket.router)
     app.include_router(lexicon.router)
     app.include_router(health.router)
     if settings.ui:
         ui.install(app)
+    # Every path needs an API key when keys are configured (but auth.OPEN_PATHS), checked before routing;
+    # the metrics middleware, outside it, counts the refusals too.
+    app.add_middleware(AuthMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
     return app

@@ -1,11 +1,14 @@
 """API-key authentication: bearer keys from settings, the environment or a key file, and admin keys
 for `/admin/*` and voice management (POST/PUT/PATCH/DELETE under `/v1/audio/voices` and `/v1/voices`).
 
-It is an app-wide dependency, so every route, including ones added later, is guarded unless it is
-in `OPEN_PATHS` (health, readiness, metrics, the API docs, the playground page). A WebSocket handshake
-may offer its key as a subprotocol instead (`websocket_key`), as browsers can. With no key configured
-at all the server is open. Answers are OpenAI-shaped: 401 for a missing or unknown key, 403 for a valid key
-on an admin route that is not an admin key.
+`AuthMiddleware` checks every HTTP request and WebSocket handshake before routing, so every route,
+including ones added later, is guarded unless it is in `OPEN_PATHS` (health, readiness, metrics, the
+API docs, the playground page), and a caller without a key learns nothing of the routes: 401 comes
+before any 404, 405 or trailing-slash redirect. `public_model_list` leaves the model and voice lists
+(`PUBLIC_LIST_PATHS`) readable without a key. A WebSocket handshake may offer its key as a subprotocol
+instead (`websocket_key`), as browsers can. With no key configured at all the server is open.
+Answers are OpenAI-shaped: 401 for a missing or unknown key, 403 for a valid key on an admin route
+that is not an admin key.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from polyvox.server.errors import APIError
+from polyvox.server.errors import APIError, error_response
 from polyvox.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -34,6 +38,9 @@ OPEN_PREFIXES = ("/ui/assets/",)  # the playground's scripts and styles
 ADMIN_PREFIXES = ("/admin/",)
 VOICE_ADMIN_PREFIXES = ("/v1/audio/voices", "/v1/voices")
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The model and voice lists `public_model_list` opens (and one model's card); never a voice's details.
+PUBLIC_LIST_PATHS = frozenset({"/v1/models", "/v1/audio/models", "/v1/audio/voices", "/v1/voices"})
+MODEL_CARD_PREFIX = "/v1/models/"
 WEBSOCKET_KEY_PREFIX = "polyvox.key."
 
 
@@ -109,10 +116,21 @@ def websocket_key(subprotocols: Iterable[str]) -> str | None:
     return None
 
 
+def is_public_list(method: str, path: str) -> bool:
+    """A read of the model or voice lists, which `public_model_list` leaves open."""
+    if method not in ("GET", "HEAD"):
+        return False
+    model_id = path.removeprefix(MODEL_CARD_PREFIX) if path.startswith(MODEL_CARD_PREFIX) else None
+    return path in PUBLIC_LIST_PATHS or bool(model_id and "/" not in model_id)
+
+
 def authorize(request: HTTPConnection) -> None:
-    """The app-wide dependency: 401 / 403 unless the request (or WebSocket handshake) may use this route."""
+    """Raise APIError 401 / 403 unless the request (or WebSocket handshake) may use this path."""
     path = request.url.path
     if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
+        return
+    method = request.scope.get("method", "GET")  # a WebSocket handshake has none
+    if request.app.state.settings.public_model_list and is_public_list(method, path):
         return
     ring: KeyRing = request.app.state.keyring
     if ring.open:
@@ -126,6 +144,25 @@ def authorize(request: HTTPConnection) -> None:
             code="invalid_api_key",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    method = getattr(request, "method", "GET")  # a WebSocket handshake has none
     if needs_admin(method, path) and ring.admin_keys and not ring.is_admin(digest):
         raise APIError(403, f"{method} {path} needs an admin API key", code="admin_key_required")
+
+
+class AuthMiddleware:
+    """Runs `authorize` on every HTTP request and WebSocket handshake before routing, answering a
+    refusal in OpenAI's error shape (a WebSocket gets it as the handshake's HTTP answer)."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            try:
+                authorize(HTTPConnection(scope))
+            except APIError as refusal:
+                metrics = getattr(scope["app"].state, "metrics", None)
+                if metrics is not None:
+                    metrics.errors.labels(type=refusal.code or refusal.type).inc()
+                await error_response(refusal)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -1,11 +1,11 @@
-"""FastAPI dependencies: the per-app objects routes need, taken from `app.state`."""
+"""FastAPI dependencies: the per-app objects routes need, taken from `app.state`. (API keys are checked
+before routing, by `auth.AuthMiddleware`.)"""
 
 from __future__ import annotations
 
 from fastapi import Request
 
 from polyvox.engines.base import Engine
-from polyvox.server.auth import authorize as require_api_key  # noqa: F401  (kept for routers)
 from polyvox.server.metrics import Metrics
 from polyvox.server.synthesis import SpeechService
 from polyvox.settings import Settings

@@ -69,9 +69,10 @@ def _route_label(app: ASGIApp, scope: Scope) -> str:
         return route.path
     for candidate in getattr(getattr(app, "router", None), "routes", ()):
         match, _ = candidate.matches(scope)
-        if match is Match.FULL:
-            return candidate.path
-    return "unmatched"
+        path = getattr(candidate, "path", None)  # an included router has none
+        if match is Match.FULL and path is not None:
+            return path
+    return "unmatched"  # also a request answered before routing (a missing API key)
 
 
 class MetricsMiddleware:

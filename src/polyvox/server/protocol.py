@@ -93,6 +93,17 @@ class ModelList(BaseModel):
     data: list[ModelCard]
 
 
+class WebUIModel(BaseModel):
+    id: str
+    name: str
+
+
+class WebUIModelList(BaseModel):
+    """Open WebUI's shape for `GET /v1/audio/models`."""
+
+    models: list[WebUIModel]
+
+
 class WebUIVoice(BaseModel):
     id: str
     name: str

@@ -1,4 +1,5 @@
-"""What the server offers: `GET /v1/models` (OpenAI's list). The voice lists are in `routes/voices.py`."""
+"""What the server offers: `GET /v1/models` (OpenAI's list) and `GET /v1/audio/models` (the same ids in the
+shape Open WebUI asks a TTS server for). The voice lists are in `routes/voices.py`."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from fastapi import APIRouter, Depends, Request
 
 from polyvox.server.deps import get_service
 from polyvox.server.errors import APIError
-from polyvox.server.protocol import ModelCard, ModelList
+from polyvox.server.protocol import ModelCard, ModelList, WebUIModel, WebUIModelList
 from polyvox.server.synthesis import SpeechService
 
 router = APIRouter(tags=["catalog"])
@@ -34,3 +35,11 @@ async def get_model(
         if card.id == model_id:
             return card
     raise APIError(404, f"model {model_id!r} not found", param="model", code="model_not_found")
+
+
+@router.get("/v1/audio/models", response_model=WebUIModelList)
+async def list_audio_models(
+    request: Request, service: SpeechService = Depends(get_service)
+) -> WebUIModelList:
+    """Open WebUI lists a TTS server's models here (and falls back to tts-1 and tts-1-hd without it)."""
+    return WebUIModelList(models=[WebUIModel(id=card.id, name=card.id) for card in _models(request, service)])
