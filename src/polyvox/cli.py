@@ -11,13 +11,17 @@ import json
 import logging
 import os
 import sys
+import traceback
 import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+from pydantic import ValidationError
+
 from polyvox import __version__
 from polyvox.settings import Settings
+from polyvox.startup import StartupError
 
 log = logging.getLogger("polyvox")
 
@@ -51,6 +55,11 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--config", metavar="FILE", help="TOML or JSON settings file (same as POLYVOX_CONFIG)."
     )
+    group.add_argument(
+        "--debug",
+        action="store_true",
+        help="Log at debug level, and show the Python traceback of a failure to start.",
+    )
     for name, field in Settings.model_fields.items():
         flag = "--" + name.replace("_", "-")
         kind, choices = _flag_type(field.annotation)
@@ -76,7 +85,20 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     if getattr(args, "config", None):
         os.environ["POLYVOX_CONFIG"] = str(args.config)
     overrides = {name: getattr(args, name) for name in Settings.model_fields if hasattr(args, name)}
-    return Settings(**overrides)
+    if getattr(args, "debug", False):
+        overrides.setdefault("log_level", "debug")
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        from polyvox.settings_errors import invalid_settings
+
+        raise invalid_settings(exc, flags=overrides) from exc
+
+
+def _debug(args: argparse.Namespace) -> bool:
+    """Whether a start-up failure shows its traceback: `--debug`, or a debug log level asked for."""
+    level = getattr(args, "log_level", None) or os.environ.get("POLYVOX_LOG_LEVEL", "")
+    return bool(getattr(args, "debug", False)) or level.lower() == "debug"
 
 
 def _setup_logging(level: str) -> None:
@@ -113,9 +135,15 @@ def run_serve(args: argparse.Namespace) -> int:
         app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=5
     )
     server = DrainingServer(
-        config, app.state.lifecycle, busy=app.state.service.busy, grace_s=settings.shutdown_grace_s
+        config,
+        app.state.lifecycle,
+        busy=app.state.service.busy,
+        grace_s=settings.shutdown_grace_s,
+        failure=lambda: app.state.engine_failure,
     )
     server.run()
+    if server.failure is not None:
+        raise StartupError(f"the engine failed to start: {server.failure}")
     return 0
 
 
@@ -159,7 +187,12 @@ async def synthesize_file(
 
     audio_format, out_rate = resolve(fmt, sample_rate)
     engine = build_speech_engine(settings)
-    await engine.start()
+    try:
+        await engine.start()
+    except Exception as exc:
+        raise StartupError(
+            f"the {engine.info.name} engine failed to start: {type(exc).__name__}: {exc}"
+        ) from exc
     try:
         engine_speed, pipeline_speed = split_speed(engine.info, speed)
         request = SynthesisRequest(text=text, voice=voice, speed=engine_speed, instructions=instructions)
@@ -285,7 +318,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except StartupError as exc:
+        # An expected failure (a missing checkpoint, a malformed config file...): its message says what
+        # to do; the traceback only helps someone debugging polyvox itself.
+        if _debug(args):
+            traceback.print_exc()
+        print(f"polyvox {args.command}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
+from polyvox.config_file import read_config_file
 from polyvox.settings_seed import SeedCacheTTLSource
 
 
@@ -37,8 +37,7 @@ class ConfigFileSource(PydanticBaseSettingsSource):
         path = os.environ.get("POLYVOX_CONFIG")
         if not path:
             return {}
-        text = Path(path).read_text(encoding="utf-8")
-        data = json.loads(text) if path.endswith(".json") else tomllib.loads(text)
+        data = read_config_file(Path(path))  # ConfigFileError names the file and the line
         return {k: v for k, v in data.items() if k in self.settings_cls.model_fields}
 
 

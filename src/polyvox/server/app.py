@@ -34,7 +34,13 @@ async def _start_engine(app: FastAPI, engine: Engine) -> None:
         await engine.start()
     except Exception as exc:
         app.state.engine_failure = f"{type(exc).__name__}: {exc}"
-        log.exception("engine %s failed to start", engine.info.name)
+        # An expected failure (memory, a missing kernel...): one line; the traceback at debug level.
+        log.error(
+            "engine %s failed to start: %s",
+            engine.info.name,
+            app.state.engine_failure,
+            exc_info=log.isEnabledFor(logging.DEBUG),
+        )
         return
     app.state.supervisor.served = True
     log.info("engine %s ready in %.1f s", engine.info.name, time.perf_counter() - started)

@@ -13,14 +13,19 @@ from typing import Any
 import torch
 from torch import nn
 
+from polyvox.startup import StartupError
+
 LM_FILES = ("model.safetensors", "pytorch_model.bin")
 VAE_FILES = ("audiovae.safetensors", "audiovae.pth")
 VAE_PREFIX = "audio_vae."
 _SHOWN = 20
+_LAYOUT = "config.json, tokenizer.json, model.safetensors and audiovae.pth (or .safetensors)"
+_REFETCH = "download the checkpoint again (hf download openbmb/VoxCPM2 --local-dir DIR)"
 
 
-class CheckpointError(Exception):
-    """A checkpoint that cannot be found, read, or does not fit the model it is loaded into."""
+class CheckpointError(StartupError):
+    """A checkpoint that cannot be found, read, or does not fit the model it is loaded into; the
+    message says which file or tensor and what to do."""
 
 
 @dataclass
@@ -44,7 +49,10 @@ class KeyReport:
                     f", ... and {len(keys) - _SHOWN} more" if len(keys) > _SHOWN else ""
                 )
                 parts.append(f"{len(keys)} {title}: {shown}")
-        return "; ".join(parts)
+        return "; ".join(parts) + (
+            "; the weights do not match config.json (another model size, or a damaged or edited file): "
+            f"use the config.json that came with them, or {_REFETCH}"
+        )
 
 
 def compare_keys(module: nn.Module, state: Mapping[str, torch.Tensor]) -> KeyReport:
@@ -77,7 +85,8 @@ def resolve_checkpoint(path_or_repo: str | os.PathLike) -> Path:
     text = str(path_or_repo)
     if path.exists() or text.startswith((".", "/", "~")) or text.count("/") != 1:
         raise CheckpointError(
-            f"checkpoint directory {text!r} does not exist (and is not a Hugging Face repo id)"
+            f"checkpoint directory {text!r} does not exist (and is not a Hugging Face repo id); "
+            "pass --model an existing directory holding " + _LAYOUT + ", or a repo id such as openbmb/VoxCPM2"
         )
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
@@ -102,9 +111,16 @@ def read_config(directory: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise CheckpointError(f"{directory} has no config.json") from exc
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path} is not readable JSON: {exc}") from exc
+        raise CheckpointError(
+            f"{directory} has no config.json, so it is not a VoxCPM2 checkpoint directory (one holds "
+            f"{_LAYOUT}); pass --model the directory that holds them"
+        ) from exc
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(
+            f"{path} is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}; {_REFETCH}"
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{path} cannot be read: {exc}") from exc
 
 
 def _first(directory: Path, names: tuple[str, ...]) -> Path | None:
@@ -120,11 +136,14 @@ def read_state(path: Path) -> dict[str, torch.Tensor]:
             return load_file(str(path), device="cpu")
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # truncated or foreign files raise many different types
-        raise CheckpointError(f"{path} could not be read: {type(exc).__name__}: {exc}") from exc
+        raise CheckpointError(
+            f"{path} could not be read ({type(exc).__name__}: {exc}): the file is damaged or incomplete; "
+            + _REFETCH
+        ) from exc
     if isinstance(state, Mapping) and isinstance(state.get("state_dict"), Mapping):
         state = state["state_dict"]
     if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise CheckpointError(f"{path} does not hold a state dict of tensors")
+        raise CheckpointError(f"{path} does not hold a state dict of tensors; {_REFETCH}")
     return dict(state)
 
 
@@ -133,7 +152,9 @@ def read_weights(directory: Path) -> tuple[dict[str, torch.Tensor], dict[str, to
     file under `audio_vae.`; a separate audiovae file takes precedence, as in the official loader."""
     lm_path = _first(directory, LM_FILES)
     if lm_path is None:
-        raise CheckpointError(f"{directory} has no model weights (expected one of {', '.join(LM_FILES)})")
+        raise CheckpointError(
+            f"{directory} has no model weights (expected one of {', '.join(LM_FILES)}); {_REFETCH}"
+        )
     lm_state = read_state(lm_path)
     vae_state = {k.removeprefix(VAE_PREFIX): v for k, v in lm_state.items() if k.startswith(VAE_PREFIX)}
     lm_state = {k: v for k, v in lm_state.items() if not k.startswith(VAE_PREFIX)}
@@ -141,7 +162,9 @@ def read_weights(directory: Path) -> tuple[dict[str, torch.Tensor], dict[str, to
     if vae_path is not None:
         vae_state.update(read_state(vae_path))
     elif not vae_state:
-        raise CheckpointError(f"{directory} has no AudioVAE weights (expected one of {', '.join(VAE_FILES)})")
+        raise CheckpointError(
+            f"{directory} has no AudioVAE weights (expected one of {', '.join(VAE_FILES)}); {_REFETCH}"
+        )
     return lm_state, vae_state, str(lm_path), str(vae_path or lm_path)
 
 
@@ -158,9 +181,25 @@ _DTYPES = {
 
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
+    """`auto` is CUDA when PyTorch sees a GPU, else the CPU; CheckpointError for a device it cannot use."""
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    try:
+        resolved = torch.device(device)
+    except RuntimeError:
+        raise CheckpointError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise CheckpointError(
+            f"device {device!r} was asked for, but PyTorch sees no CUDA GPU here "
+            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'no'}); "
+            "use --device cpu, or auto"
+        )
+    if resolved.type == "cuda" and (resolved.index or 0) >= torch.cuda.device_count():
+        raise CheckpointError(
+            f"device {device!r} was asked for, but PyTorch sees {torch.cuda.device_count()} CUDA GPU(s) "
+            "(numbered from 0; CUDA_VISIBLE_DEVICES may hide some)"
+        )
+    return resolved
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:

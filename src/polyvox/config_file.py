@@ -1,0 +1,76 @@
+"""Reading the settings file named by `--config` / `POLYVOX_CONFIG`: TOML, or JSON when its name ends in
+`.json`. A file that cannot be read or parsed raises `ConfigFileError`, naming the file and the line."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from polyvox.startup import StartupError
+
+# tomllib (3.11) gives the position only inside its message: "... (at line 2, column 16)".
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
+class ConfigFileError(StartupError):
+    """The config file is missing, unreadable or not valid TOML / JSON."""
+
+
+def config_format(path: Path) -> str:
+    return "JSON" if path.suffix.lower() == ".json" else "TOML"
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The file's top-level table of settings."""
+    fmt = config_format(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigFileError(
+            f"config file {path} does not exist; check the path given to --config or POLYVOX_CONFIG"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(f"config file {path} is not UTF-8 ({exc.reason}); save it as UTF-8") from exc
+    except OSError as exc:
+        raise ConfigFileError(f"config file {path} cannot be read: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text) if fmt == "JSON" else tomllib.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _syntax_error(path, fmt, text, exc.msg, exc.lineno, exc.colno) from exc
+    except tomllib.TOMLDecodeError as exc:
+        reason = str(exc)
+        position = _TOML_POSITION.search(reason)
+        line, column = (int(position[1]), int(position[2])) if position else (None, None)
+        raise _syntax_error(path, fmt, text, _TOML_POSITION.sub("", reason), line, column) from exc
+    if not isinstance(data, dict):
+        raise ConfigFileError(
+            f"config file {path} holds a JSON {type(data).__name__}, not an object of settings; "
+            'write it as {"setting": value, ...}'
+        )
+    return data
+
+
+def _syntax_error(
+    path: Path, fmt: str, text: str, reason: str, line: int | None, column: int | None
+) -> ConfigFileError:
+    where = f"line {line}, column {column}" if line is not None else "at the end"
+    message = f"config file {path} is not valid {fmt}: {where}: {reason}"
+    lines = text.splitlines()
+    if line is not None and 0 < line <= len(lines):
+        message += f"\n    {line} | {lines[line - 1]}"
+    form = 'name = value, strings in quotes: host = "0.0.0.0"' if fmt == "TOML" else '{"name": value, ...}'
+    return ConfigFileError(f"{message}\nfix that line; settings are written {form}")
+
+
+def line_of(path: Path, key: str) -> int | None:
+    """The first line of the file that sets `key` (for messages about its value), if one does."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    name = re.escape(key)
+    pattern = re.compile(rf'^\s*"?{name}"?\s*=|"{name}"\s*:')  # TOML `key = ...`, JSON `"key": ...`
+    return next((number for number, text in enumerate(lines, 1) if pattern.search(text)), None)

@@ -1,0 +1,71 @@
+"""Invalid settings told as lines a person can act on: each names the setting, the value, where the
+value came from (a flag, an environment variable, the config file and its line) and what is wrong."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from pathlib import Path
+
+from pydantic import AliasChoices, ValidationError
+
+from polyvox.config_file import line_of
+from polyvox.settings import Settings
+from polyvox.startup import StartupError
+
+_SECRET_WORDS = ("key",)  # values of these settings are never echoed
+
+
+class InvalidSettings(StartupError):
+    """One or more settings have values polyvox cannot use."""
+
+
+def invalid_settings(error: ValidationError, flags: Collection[str] = ()) -> InvalidSettings:
+    """The error of `Settings(...)` as one line per bad value; `flags` are the settings given as flags."""
+    lines = []
+    for problem in error.errors():
+        name = field_name(str(problem["loc"][0])) if problem["loc"] else "settings"
+        shown = "" if any(word in name for word in _SECRET_WORDS) else f" = {problem['input']!r}"
+        lines.append(f"  {name}{shown} (from {source_of(name, flags)}): {problem['msg']}")
+    return InvalidSettings(
+        "invalid settings:\n"
+        + "\n".join(lines)
+        + "\nsee `polyvox serve --help` or the configuration table in README.md for the values each takes"
+    )
+
+
+def field_name(location: str) -> str:
+    """The setting an error's location names: pydantic names an aliased setting by its first alias."""
+    if location in Settings.model_fields:
+        return location
+    for name, field in Settings.model_fields.items():
+        if isinstance(field.validation_alias, AliasChoices):
+            choices = {str(choice).lower() for choice in field.validation_alias.choices}
+            if location.lower() in choices:
+                return name
+    return location
+
+
+def source_of(name: str, flags: Collection[str] = ()) -> str:
+    """Where the value of setting `name` came from, highest precedence first."""
+    if name in flags:
+        return "--" + name.replace("_", "-")
+    present = {variable.upper(): variable for variable in os.environ}  # read case-insensitively
+    for variable in environment_names(name):
+        if variable in present:
+            return f"environment variable {present[variable]}"
+    config = os.environ.get("POLYVOX_CONFIG")
+    if config:
+        line = line_of(Path(config), name)
+        return f"config file {config}" + (f", line {line}" if line is not None else "")
+    return "the defaults"
+
+
+def environment_names(name: str) -> list[str]:
+    """The environment variables that set `name`: POLYVOX_NAME and any seed-system alias."""
+    field = Settings.model_fields.get(name)
+    alias = field.validation_alias if field is not None else None
+    names = [f"POLYVOX_{name.upper()}"]
+    if isinstance(alias, AliasChoices):
+        names += [choice.upper() for choice in alias.choices if isinstance(choice, str) and choice != name]
+    return list(dict.fromkeys(names))
