@@ -1,5 +1,8 @@
 """The audio cache as speech requests use it: whether a request may use it (its X-Cache status), the
-key it is stored under, and lookups and stores in worker threads, off the event loop."""
+key it is stored under, and lookups and stores in worker threads, off the event loop.
+
+X-Cache is HIT, MISS, BYPASS, ADHOC or DISABLED, and MISS-STORE-FAILED for a miss whose audio could
+not be stored (only a whole-file answer can say so: a stream's headers leave before its audio is stored)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ from polyvox.server.metrics import Metrics
 from polyvox.server.speech_job import SpeechJob
 
 log = logging.getLogger(__name__)
+
+STORE_FAILED = "MISS-STORE-FAILED"
 
 
 class SpeechCache:
@@ -55,11 +60,17 @@ class SpeechCache:
         self.metrics.cache_lookups.labels(result=job.cache_status.lower()).inc()
 
     async def put(self, job: SpeechJob, parts: list[np.ndarray], rate: int) -> None:
-        """Cache a finished synthesis; a failure to store is logged by the cache, never raised."""
+        """Cache a finished synthesis. A failure to store (the cache logs why) never fails the request:
+        it turns the job's status into STORE_FAILED."""
         if self.store is None or job.cache_key is None or not parts:
             return
         samples = np.concatenate(parts)
         try:
-            await anyio.to_thread.run_sync(self.store.put, job.cache_key, samples, rate, limiter=self.limiter)
+            stored = await anyio.to_thread.run_sync(
+                self.store.put, job.cache_key, samples, rate, limiter=self.limiter
+            )
         except Exception:
             log.exception("audio cache store failed for request %s", job.request.request_id)
+            stored = False
+        if not stored:
+            job.cache_status = STORE_FAILED

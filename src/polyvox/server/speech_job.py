@@ -29,7 +29,7 @@ class SpeechJob:
     stream: bool
     received_at: float = field(default_factory=time.perf_counter)
     audio_seconds: float = 0.0
-    cache_status: str = "DISABLED"  # X-Cache: HIT, MISS, BYPASS, ADHOC or DISABLED
+    cache_status: str = "DISABLED"  # X-Cache: HIT, MISS, BYPASS, ADHOC, DISABLED or MISS-STORE-FAILED
     cache_key: str | None = None
     cached: CachedAudio | None = None
     admitted: bool = False

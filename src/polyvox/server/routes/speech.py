@@ -75,6 +75,7 @@ async def _speak(
     try:
         if not job.stream:
             data = await until_disconnect(request, service.whole(job))
+            headers |= job.cache_headers()  # X-Cache now says whether the audio could be stored
             return Response(data, media_type=job.content_type, headers=headers)
         pieces = service.audio(job)
         try:
