@@ -161,7 +161,13 @@ def add_say(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("-o", "--output", help="Output file (default: speech.<format>; '-' writes stdout).")
     parser.add_argument("--speed", type=float, default=1.0, help="0.25 to 4.0 (default: 1.0).")
-    parser.add_argument("--sample-rate", type=int, default=None, help="Output sample rate (default: 24000).")
+    parser.add_argument(
+        "--sample-rate",
+        type=int,
+        default=None,
+        help="Output sample rate (default: the engine's own, e.g. 48000 for VoxCPM2, fitted to the format; "
+        "pcm: 24000).",
+    )
     parser.add_argument(
         "--instructions", default=None, help="Style instructions, for engines that follow them."
     )
@@ -185,7 +191,7 @@ async def synthesize_file(
     from polyvox.engines.factory import build_speech_engine
     from polyvox.server.synthesis import complete_file, split_speed
 
-    audio_format, out_rate = resolve(fmt, sample_rate)
+    resolve(fmt, sample_rate)  # a bad format or rate is refused before a model loads
     engine = build_speech_engine(settings)
     try:
         await engine.start()
@@ -194,6 +200,8 @@ async def synthesize_file(
             f"the {engine.info.name} engine failed to start: {type(exc).__name__}: {exc}"
         ) from exc
     try:
+        # Without --sample-rate the file keeps the engine's own rate (fitted to the format; pcm: 24 kHz).
+        audio_format, out_rate = resolve(fmt, sample_rate, default_rate=engine.info.sample_rate)
         engine_speed, pipeline_speed = split_speed(engine.info, speed)
         request = SynthesisRequest(text=text, voice=voice, speed=engine_speed, instructions=instructions)
         engine.validate(request)

@@ -1,8 +1,11 @@
 """The response formats of OpenAI's /v1/audio/speech: codec, container, MIME type and sample rates.
 
-Every format is mono and defaults to 24 kHz, as OpenAI's are. `pcm` is headerless signed 16-bit
-little-endian; it is served as ``audio/pcm;rate=N;channels=1`` because the registered raw type,
-``audio/L16``, is big-endian by definition and would mislead a client that honours it.
+Every format is mono and defaults to 24 kHz, as OpenAI's are; the self-describing ones (all but
+`pcm`) may default to another rate (`resolve`'s `default_rate`, the `default_sample_rate` setting),
+fitted to what the codec can carry. `pcm` keeps 24 kHz unless a request names a rate: it carries no
+header, and its clients assume OpenAI's rate. `pcm` is headerless signed 16-bit little-endian; it is
+served as ``audio/pcm;rate=N;channels=1`` because the registered raw type, ``audio/L16``, is
+big-endian by definition and would mislead a client that honours it.
 """
 
 from __future__ import annotations
@@ -56,6 +59,13 @@ class AudioFormat:
                 f"got {sample_rate}."
             )
         return sample_rate
+
+    def fit_rate(self, sample_rate: int) -> int:
+        """The rate nearest `sample_rate` that this format can carry, never below it where the codec
+        allows (22.05 kHz becomes 24 kHz in Opus; 96 kHz becomes 48 kHz in MP3)."""
+        if self.sample_rates is None:
+            return min(max(sample_rate, MIN_SAMPLE_RATE), MAX_SAMPLE_RATE)
+        return next((rate for rate in self.sample_rates if rate >= sample_rate), self.sample_rates[-1])
 
     def content_type(self, sample_rate: int = DEFAULT_SAMPLE_RATE) -> str:
         """The Content-Type header for a response in this format at `sample_rate`."""
@@ -118,7 +128,20 @@ def get_format(name: str) -> AudioFormat:
     return fmt
 
 
-def resolve(name: str, sample_rate: int | None = None) -> tuple[AudioFormat, int]:
-    """Validate a format name and an optional rate (default 24 kHz) together."""
+def resolve(
+    name: str, sample_rate: int | None = None, default_rate: int = DEFAULT_SAMPLE_RATE
+) -> tuple[AudioFormat, int]:
+    """Validate a format name and an optional rate together. A rate asked for must be one the format
+    carries exactly; without one, a self-describing format gets `default_rate` fitted to its codec and
+    `pcm` gets 24 kHz."""
     fmt = get_format(name)
-    return fmt, fmt.check_rate(DEFAULT_SAMPLE_RATE if sample_rate is None else sample_rate)
+    if sample_rate is not None:
+        return fmt, fmt.check_rate(sample_rate)
+    if fmt.name == "pcm":
+        return fmt, DEFAULT_SAMPLE_RATE
+    return fmt, fmt.fit_rate(default_rate)
+
+
+def default_output_rate(setting: int | str, native_rate: int) -> int:
+    """The `default_sample_rate` setting as a rate: a number as it is, "native" the engine's own rate."""
+    return native_rate if setting == "native" else int(setting)

@@ -32,6 +32,7 @@ from polyvox.server.lifecycle import Lifecycle
 from polyvox.server.metrics import Metrics
 from polyvox.server.output import cached_chunks, complete_file, split_speed
 from polyvox.server.protocol import SpeechRequest
+from polyvox.server.request_policy import default_rate, instructions_for
 from polyvox.server.speech_cache import SpeechCache
 from polyvox.server.speech_job import SpeechJob
 from polyvox.settings import Settings
@@ -177,14 +178,15 @@ class SpeechService:
                 code="voice_not_found",
             )
         try:
-            fmt, out_rate = formats.resolve(body.response_format, body.sample_rate)
+            rate = default_rate(self.settings, self.engine.info)
+            fmt, out_rate = formats.resolve(body.response_format, body.sample_rate, rate)
         except UnsupportedFormat as exc:
             raise APIError(400, exc.message, param=exc.param, code="unsupported_format") from exc
         engine_speed, pipeline_speed = split_speed(self.engine.info, body.speed)
         request = SynthesisRequest(
             text=text,
             voice=body.voice,
-            instructions=body.instructions,
+            instructions=instructions_for(self.settings, body.voice, body.instructions),
             speed=engine_speed,
             seed=body.seed,
             cfg_value=body.cfg_value if body.cfg_value is not None or voice is None else voice.cfg_value,
