@@ -119,10 +119,12 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from polyvox.server.app import create_app
     from polyvox.server.lifecycle import DrainingServer
+    from polyvox.settings_errors import files_named_by
 
     settings = settings_from_args(args)
     _setup_logging(settings.log_level)
-    app = create_app(settings)
+    with files_named_by(settings):
+        app = create_app(settings)
     info = app.state.engine.info
     log.info("serving %s (model %s) on http://%s:%d", info.name, info.model_id, settings.host, settings.port)
     if settings.host not in LOOPBACK_HOSTS and app.state.keyring.open:
@@ -190,9 +192,11 @@ async def synthesize_file(
     from polyvox.engines.base import SynthesisRequest
     from polyvox.engines.factory import build_speech_engine
     from polyvox.server.synthesis import complete_file, split_speed
+    from polyvox.settings_errors import files_named_by
 
     resolve(fmt, sample_rate)  # a bad format or rate is refused before a model loads
-    engine = build_speech_engine(settings)
+    with files_named_by(settings):
+        engine = build_speech_engine(settings)
     try:
         await engine.start()
     except Exception as exc:

@@ -1,10 +1,12 @@
 """Invalid settings told as lines a person can act on: each names the setting, the value, where the
-value came from (a flag, an environment variable, the config file and its line) and what is wrong."""
+value came from (a flag, an environment variable, the config file and its line) and what is wrong;
+likewise a file a setting names that cannot be read at start (`files_named_by`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from pydantic import AliasChoices, ValidationError
@@ -12,6 +14,7 @@ from pydantic import AliasChoices, ValidationError
 from polyvox.config_file import line_of
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
+from polyvox.text.lexicon import LexiconError
 
 _SECRET_WORDS = ("key",)  # values of these settings are never echoed
 
@@ -69,3 +72,31 @@ def environment_names(name: str) -> list[str]:
     if isinstance(alias, AliasChoices):
         names += [choice.upper() for choice in alias.choices if isinstance(choice, str) and choice != name]
     return list(dict.fromkeys(names))
+
+
+@contextlib.contextmanager
+def files_named_by(settings: Settings) -> Iterator[None]:
+    """Turn a file that a setting names and that cannot be read in the block (an API keys file, a
+    lexicon...) into InvalidSettings naming the setting."""
+    try:
+        yield
+    except LexiconError as exc:
+        raise InvalidSettings(f"lexicon_path: {exc}; fix the file, or unset lexicon_path") from exc
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        name = _setting_naming(settings, Path(exc.filename))
+        if name is None:
+            raise InvalidSettings(f"cannot read {exc.filename}: {exc.strerror or exc}") from exc
+        raise InvalidSettings(
+            f"{name} = {exc.filename}: {exc.strerror or exc}; point it at a readable file, or unset it"
+        ) from exc
+
+
+def _setting_naming(settings: Settings, path: Path) -> str | None:
+    """The setting whose value is `path`, if one is."""
+    for name in Settings.model_fields:
+        value = getattr(settings, name)
+        if isinstance(value, str | Path) and Path(value) == path:
+            return name
+    return None

@@ -31,8 +31,9 @@ def refused(result: subprocess.CompletedProcess, command: str) -> str:
     """The message of a start-up failure, checked to be one message and no traceback."""
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
-    assert result.stderr.startswith(f"polyvox {command}: "), result.stderr
-    return result.stderr
+    prefix = f"polyvox {command}: "
+    assert prefix in result.stderr, result.stderr
+    return result.stderr[result.stderr.index(prefix) :]  # after any log lines of the start so far
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +110,19 @@ def test_invalid_settings_are_named_with_where_they_came_from(tmp_path: Path) ->
     assert f"port = 70000 (from config file {config}, line 2): Input should be less than or equal" in message
     assert "max_num_seqs = 'none' (from environment variable VLLM_MAX_NUM_SEQS)" in message
     assert "max_queue = -1 (from --max-queue)" in message
+
+
+def test_a_missing_file_a_setting_names_is_named_with_the_setting(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.txt"
+    message = refused(polyvox("serve", "--api-keys-file", str(keys), "--port", "0"), "serve")
+    assert f"api_keys_file = {keys}: No such file or directory" in message
+
+
+def test_a_lexicon_that_is_not_json_is_named(tmp_path: Path) -> None:
+    lexicon = tmp_path / "lexicon.json"
+    lexicon.write_text("{not json")
+    message = refused(polyvox("say", "Hi.", "--lexicon-path", str(lexicon)), "say")
+    assert "lexicon_path" in message and str(lexicon) in message and "line 1" in message
 
 
 def test_an_engine_that_fails_to_start_stops_serve(tmp_path: Path) -> None:
