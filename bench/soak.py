@@ -55,6 +55,7 @@ BAD_FIELDS = (
     {"response_format": "xyz"},
     {"ref_audio": "bm90IGF1ZGlv"},  # base64 of "not audio"
     {"input": "x" * 200_000},
+    {"model": "no-such-model"},
 )
 
 

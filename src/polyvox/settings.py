@@ -109,8 +109,17 @@ class Settings(BaseSettings):
         30.0, ge=0, description="On SIGTERM, how long in-flight requests may take to finish."
     )
 
+    # OpenAI compatibility
+    accept_any_model: bool = Field(
+        False,
+        description="Serve a speech request whatever its `model`; off: a model id not in /v1/models is a "
+        "404 `model_not_found`, as OpenAI answers.",
+    )
+
     # request limits and admission control
-    max_input_chars: int = Field(4096, ge=1, description="Longest accepted `input`, in characters.")
+    max_input_chars: int = Field(
+        4096, ge=1, description="Longest accepted `input` (and `instructions`, `ref_text`), in characters."
+    )
     max_concurrent_requests: int = Field(
         64, ge=1, description="Syntheses running at once; more wait in the queue."
     )

@@ -186,7 +186,7 @@ def test_input_past_the_character_limit_is_refused_before_the_engine(serve) -> N
     engine = FakeEngine()
     url = serve(engine, max_input_chars=100)
     response = httpx.post(f"{url}{SPEECH}", json={"input": "a" * 101})
-    assert response.status_code == 413 and response.json()["error"]["param"] == "input"
+    assert response.status_code == 400 and response.json()["error"]["param"] == "input"
     assert engine.started_requests == 0
 
 

@@ -45,7 +45,7 @@ JSON_CASES = [
     ("empty input", {"input": ""}, 400, "input"),
     ("blank input", {"input": "   \n"}, 400, "input"),
     ("missing input", {"voice": "alloy"}, 400, "input"),
-    ("input too long", {"input": "a" * (MAX_CHARS + 1)}, 413, "input"),
+    ("input too long", {"input": "a" * (MAX_CHARS + 1)}, 400, "input"),
     ("unknown voice", {"input": "hi", "voice": "darth"}, 400, "voice"),
     ("unknown format", {"input": "hi", "response_format": "ogg"}, 400, "response_format"),
     ("speed too low", {"input": "hi", "speed": 0.2}, 400, "speed"),

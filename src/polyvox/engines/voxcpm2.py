@@ -190,7 +190,7 @@ class VoxCPM2Engine:
         limit = min(self.model.config.max_length, self.model.config.lm_config.max_position_embeddings)
         room = min(room, limit) - len(prompt)
         if room < 1:
-            raise EngineInputError("the input (with its reference audio) is too long", param="input")
+            raise self._too_long(request, prompt, room + len(prompt))
         max_len = min(max_len, room)
         min_len = min(
             request.min_patches if request.min_patches is not None else DEFAULT_MIN_PATCHES, max_len
@@ -202,6 +202,26 @@ class VoxCPM2Engine:
             seed=request.seed,
             min_len=min_len,
             max_len=max_len,
+        )
+
+    def _too_long(self, request: SynthesisRequest, prompt: Prompt, positions: int) -> EngineInputError:
+        """The refusal of a prompt with no room left to speak, naming its longest part: `input`,
+        `instructions`, the reference's transcript (`ref_text`) or the reference audio (`reference`)."""
+        tokens = self.model.tokenizer
+        description = (request.instructions or "").strip()  # as design_text puts it before the text
+        design = len(tokens(f"({description})")) if description else 0
+        ref = request.reference
+        parts = {
+            "input": prompt.target_text_len - design,
+            "instructions": design,
+            "ref_text": len(tokens(ref.transcript)) if ref is not None and ref.transcript else 0,
+            "reference": int(prompt.audio_mask.sum()),
+        }
+        param = max(parts, key=parts.__getitem__)
+        return EngineInputError(
+            f"the prompt takes {len(prompt)} positions and this model can use {positions}, leaving no room "
+            f"to speak; its longest part is {param} ({parts[param]} positions): shorten it",
+            param=param,
         )
 
     def _prompt(self, request: SynthesisRequest) -> Prompt:

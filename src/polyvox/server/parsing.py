@@ -24,7 +24,6 @@ from polyvox.voices.clips import ClipLimits, load_clip
 JSON_TYPES = ("application/json", "text/json")
 FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 UPLOAD_FIELDS = ("custom_voice_file", "speaker_wav", "voice_file")
-TRANSCRIPT_FIELDS = ("ref_text", "reference_text", "prompt_text")
 
 
 def _too_large(limit: int) -> APIError:
@@ -96,6 +95,20 @@ async def read_form(request: Request, max_bytes: int, max_files: int = 1, max_fi
     return await Request(request.scope, _replay(raw)).form(max_files=max_files, max_fields=max_fields)
 
 
+def parse_json_object(raw: bytes) -> dict[str, Any]:
+    """A JSON body that must be an object; anything else, however malformed or deeply nested, is a
+    400 `invalid_json` (the parser recurses per level: nesting past its limit is refused, not a 500)."""
+    try:
+        parsed = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise APIError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+    except RecursionError as exc:
+        raise APIError(400, "request body is nested too deeply", code="invalid_json") from exc
+    if not isinstance(parsed, dict):
+        raise APIError(400, "request body must be a JSON object", code="invalid_json")
+    return parsed
+
+
 async def read_speech_request(
     request: Request,
     max_bytes: int,
@@ -105,39 +118,32 @@ async def read_speech_request(
 ) -> tuple[SpeechRequest, ReferenceAudio | None]:
     """Parse and validate the body; validation errors become RequestValidationError (translated once).
 
-    The body limit holds for chunked bodies too (no Content-Length): reading stops past `max_bytes`."""
+    The body limit holds for chunked bodies too (no Content-Length): reading stops past `max_bytes`.
+    The fields are validated before a reference clip is decoded, so a bad field costs no decoding."""
     limits = clip_limits or ClipLimits(max_bytes=max_upload_bytes or ClipLimits.max_bytes)
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > max_bytes:
         raise _too_large(max_bytes)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     data: dict[str, Any] = dict(defaults or {})
-    reference = None
+    upload: UploadFile | None = None
+    upload_param = ""
     if content_type in JSON_TYPES or content_type.endswith("+json") or not content_type:
-        raw = await _read_body(request, max_bytes)
-        try:
-            parsed = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise APIError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from exc
-        if not isinstance(parsed, dict):
-            raise APIError(400, "request body must be a JSON object", code="invalid_json")
-        data.update(parsed)
+        data.update(parse_json_object(await _read_body(request, max_bytes)))
     elif content_type in FORM_TYPES:
         raw = await _read_body(request, max_bytes)
         form = await Request(request.scope, _replay(raw)).form(max_files=2, max_fields=64)
-        upload = next((form[name] for name in UPLOAD_FIELDS if isinstance(form.get(name), UploadFile)), None)
-        if upload is not None and max_upload_bytes is not None and (upload.size or 0) > max_upload_bytes:
-            raise APIError(
-                413,
-                f"the uploaded reference audio exceeds {max_upload_bytes} bytes",
-                param=next(name for name in UPLOAD_FIELDS if form.get(name) is upload),
-                code="upload_too_large",
-            )
+        upload_param = next((name for name in UPLOAD_FIELDS if isinstance(form.get(name), UploadFile)), "")
+        if upload_param:
+            upload = form[upload_param]
+            if max_upload_bytes is not None and (upload.size or 0) > max_upload_bytes:
+                raise APIError(
+                    413,
+                    f"the uploaded reference audio exceeds {max_upload_bytes} bytes",
+                    param=upload_param,
+                    code="upload_too_large",
+                )
         data.update({key: value for key, value in form.items() if not isinstance(value, UploadFile)})
-        if upload is not None:
-            param = next(name for name in UPLOAD_FIELDS if form.get(name) is upload)
-            transcript = next((str(data[name]) for name in TRANSCRIPT_FIELDS if data.get(name)), None)
-            reference = await _reference(await upload.read(), param, transcript, limits)
     else:
         raise APIError(
             415,
@@ -148,10 +154,11 @@ async def read_speech_request(
         body = SpeechRequest.model_validate(data)
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
+    reference = None
+    if upload is not None:
+        reference = await _reference(await upload.read(), upload_param, body.ref_text, limits)
+    elif body.ref_audio is not None:
+        reference = await _reference(_base64_audio(body.ref_audio), "ref_audio", body.ref_text, limits)
     if body.ref_audio is not None:
-        if reference is None:
-            clip = _base64_audio(body.ref_audio)
-            transcript = body.ref_text or next((str(data[n]) for n in TRANSCRIPT_FIELDS if data.get(n)), None)
-            reference = await _reference(clip, "ref_audio", transcript, limits)
         body = body.model_copy(update={"ref_audio": None})
     return body, reference

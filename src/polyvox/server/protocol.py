@@ -3,12 +3,32 @@ polyvox's extension fields), the SSE events, and the list shapes of /v1/models a
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
 StreamFormat = Literal["audio", "sse"]
+
+
+def reject_lone_surrogates(value: Any) -> Any:
+    """JSON may carry a lone UTF-16 surrogate (`"\\udc80"`): valid JSON, but not text anything
+    downstream can encode, so it is refused here, naming the field, instead of failing later."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise PydanticCustomError(
+                "lone_surrogate",
+                "contains a lone UTF-16 surrogate (U+{code} at character {at}), which is not text",
+                {"code": f"{ord(value[exc.start]):04X}", "at": exc.start},
+            ) from None
+    return value
+
+
+# A string field of a request: any valid JSON string is taken, and one that is not text gets a 400.
+Text = Annotated[str, BeforeValidator(reject_lone_surrogates)]
 
 
 class SpeechRequest(BaseModel):
@@ -20,10 +40,10 @@ class SpeechRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    model: str = "tts-1"
-    input: str = Field(min_length=1)
-    voice: str = "alloy"
-    instructions: str | None = None
+    model: Text = "tts-1"
+    input: Text = Field(min_length=1)
+    voice: Text = "alloy"
+    instructions: Text | None = None
     response_format: ResponseFormat = "mp3"
     speed: float = Field(1.0, ge=0.25, le=4.0)
     stream_format: StreamFormat | None = None
@@ -33,10 +53,15 @@ class SpeechRequest(BaseModel):
     cfg_value: float | None = Field(None, ge=0.5, le=5.0)
     inference_timesteps: int | None = Field(None, ge=1, le=100)
     cache: bool = True
-    ref_audio: str | None = Field(
+    ref_audio: Text | None = Field(
         None, description="One-off voice clone: a reference clip as base64 or a data URL (JSON bodies)."
     )
-    ref_text: str | None = Field(None, description="The transcript of `ref_audio` (optional).")
+    ref_text: Text | None = Field(
+        None,
+        validation_alias=AliasChoices("ref_text", "reference_text", "prompt_text"),
+        description="The transcript of the one-off reference clip (optional; aliases reference_text, "
+        "prompt_text).",
+    )
     normalize: bool | None = Field(
         None, description="Spell out numbers, dates and symbols before synthesis; default: the server's."
     )

@@ -161,13 +161,9 @@ class SpeechService:
         text = _CONTROL_CHARS.sub(" ", body.input)
         if not text.strip():
             raise APIError(400, "input must contain text to speak", param="input", code="empty_input")
-        if len(text) > self.settings.max_input_chars:
-            raise APIError(
-                413,
-                f"input is {len(text)} characters; the limit is {self.settings.max_input_chars}",
-                param="input",
-                code="input_too_long",
-            )
+        _check_lengths(
+            self.settings.max_input_chars, input=text, instructions=body.instructions, ref_text=body.ref_text
+        )
         if voice is None and reference is None and self.voice_registry is not None:
             voice = self.voice_registry.resolve_ready(body.voice, self.engine)
         if voice is None and reference is None and body.voice not in self.voices():
@@ -312,6 +308,19 @@ class SpeechService:
     async def whole(self, job: SpeechJob) -> bytes:
         """The complete file for a non-streamed answer (WAV gets its exact sizes)."""
         return complete_file(b"".join([piece async for piece in self.audio(job)]), job.fmt, job.out_rate)
+
+
+def _check_lengths(limit: int, **fields: str | None) -> None:
+    """Each text field within `limit` characters; over it, a 400 naming the field (as OpenAI answers
+    an over-long `input`)."""
+    for param, value in fields.items():
+        if value is not None and len(value) > limit:
+            raise APIError(
+                400,
+                f"{param} is {len(value)} characters; the limit is {limit}",
+                param=param,
+                code=f"{param}_too_long",
+            )
 
 
 def _retrieve(task: asyncio.Future) -> None:

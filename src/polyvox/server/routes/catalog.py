@@ -1,10 +1,12 @@
-"""What the server offers: `GET /v1/models` (OpenAI's list) and `GET /v1/audio/models` (the same ids in the
-shape Open WebUI asks a TTS server for). The voice lists are in `routes/voices.py`."""
+"""What the server offers: `GET /v1/models` (OpenAI's list), `GET /v1/audio/models` (the same ids in the
+shape Open WebUI asks a TTS server for) and which model ids a speech request may name. The voice lists
+are in `routes/voices.py`."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
+from polyvox.engines.base import Engine
 from polyvox.server.deps import get_service
 from polyvox.server.errors import APIError
 from polyvox.server.protocol import ModelCard, ModelList, WebUIModel, WebUIModelList
@@ -16,10 +18,27 @@ router = APIRouter(tags=["catalog"])
 OPENAI_MODEL_ALIASES = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 
 
+def served_model_ids(engine: Engine) -> list[str]:
+    """The model ids a speech request may name: the engine's model, its family (e.g. `voxcpm2` for
+    any VoxCPM2 checkpoint) and OpenAI's speech model names."""
+    return list(dict.fromkeys((engine.info.model_id, engine.info.name, *OPENAI_MODEL_ALIASES)))
+
+
+def check_model(model: str, engine: Engine, accept_any: bool) -> None:
+    """404 `model_not_found` for a model id this server does not list, as OpenAI answers (unless
+    `accept_any`: the `accept_any_model` setting)."""
+    if not accept_any and model not in served_model_ids(engine):
+        raise APIError(
+            404,
+            f"model {model!r} not found; GET /v1/models lists the models (accept_any_model accepts any)",
+            param="model",
+            code="model_not_found",
+        )
+
+
 def _models(request: Request, service: SpeechService) -> list[ModelCard]:
     created = request.app.state.created
-    names = dict.fromkeys((service.engine.info.model_id, *OPENAI_MODEL_ALIASES))
-    return [ModelCard(id=name, created=created) for name in names]
+    return [ModelCard(id=name, created=created) for name in served_model_ids(service.engine)]
 
 
 @router.get("/v1/models", response_model=ModelList)

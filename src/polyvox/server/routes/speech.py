@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from polyvox.server.deps import get_service
 from polyvox.server.parsing import read_speech_request
 from polyvox.server.protocol import SpeechRequest
+from polyvox.server.routes.catalog import check_model
 from polyvox.server.streaming import SpeechStreamResponse, audio_stream, sse_stream
 from polyvox.server.synthesis import ClientGone, SpeechService, until_disconnect
 from polyvox.voices.clips import ClipLimits
@@ -56,6 +57,7 @@ async def _speak(
             max_upload_bytes=settings.max_upload_bytes,
             clip_limits=ClipLimits.from_settings(settings),
         )
+        check_model(body.model, service.engine, settings.accept_any_model)
         voice = await service.resolve_voice(body.voice, reference, accepted_at=accepted_at)
         job = service.prepare(
             body,
