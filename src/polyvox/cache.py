@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from polyvox.engines.base import Engine, SynthesisRequest
+from polyvox.settings import Settings
+from polyvox.settings_seed import SEED_CACHE_TTL, seed_turns_cache_off
 
 log = logging.getLogger(__name__)
 
@@ -277,3 +279,18 @@ def open_cache(
     except OSError as exc:
         log.warning("audio cache disabled: %s is not writable (%s)", path, exc.strerror or exc)
         return None
+
+
+def describe_cache(settings: Settings) -> str:
+    """One line for the start-up log: where the cache is and how long entries live, or why it is off."""
+    if not settings.cache_enabled:
+        if seed_turns_cache_off():
+            return (
+                f"audio cache off: {SEED_CACHE_TTL}={os.environ[SEED_CACHE_TTL]} turns it off, as in "
+                "uttera-tts-vllm (polyvox's own POLYVOX_CACHE_TTL_MINUTES=0 would keep entries forever)"
+            )
+        return "audio cache off (cache_enabled is false)"
+    ttl = settings.cache_ttl_minutes
+    expiry = f"entries expire after {ttl:g} min" if ttl else "entries never expire"
+    where = settings.cache_dir or default_cache_dir()
+    return f"audio cache in {where}: {expiry}, at most {settings.cache_max_bytes} bytes"

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from polyvox import __version__
+from polyvox.cache import describe_cache
 from polyvox.engines.base import Engine
 from polyvox.server.auth import AuthMiddleware, KeyRing
 from polyvox.server.engine_metrics import EngineStatsCollector
@@ -76,6 +77,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
 
         engine = build_speech_engine(settings)
     metrics = Metrics()
+    log.info("%s", describe_cache(settings))
     app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan)
     app.state.keyring = KeyRing.from_settings(settings)
     app.state.lifecycle = Lifecycle()
