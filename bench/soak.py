@@ -124,8 +124,8 @@ async def client(url: str, stop_at: float, tally: Tally, rng: random.Random, kin
                 text = f"{text} Take {rng.randrange(1000)}."
             fmt = rng.choice(FORMATS)
             body = {"model": "tts-1", "voice": "alloy", "input": text, "response_format": fmt}
-            if kind == "plain" and rng.random() < 0.5:
-                body["stream_format"] = "audio"
+            if kind == "plain":  # half streamed, half one whole file (both ways a client asks)
+                body |= {"stream_format": "audio"} if rng.random() < 0.5 else {"stream": False}
             elif kind == "clone":
                 body["ref_audio"] = rng.choice(CLIPS)
                 if rng.random() < 0.5:

@@ -52,7 +52,9 @@ def test_engine_failing_mid_batch_fails_only_those_requests(serve) -> None:
         text = TEXT + (" [fail]" if fail else "")
         mode = ("whole", "audio", "sse")[i % 3 if not fail else (i // 3) % 3]
         body = {"input": text, "response_format": "pcm"}
-        if mode != "whole":
+        if mode == "whole":
+            body["stream"] = False
+        else:
             body["stream_format"] = mode
         try:
             async with client.stream("POST", f"{url}{SPEECH}", json=body) as response:

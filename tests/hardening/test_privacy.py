@@ -19,7 +19,7 @@ def _exercise(url: str) -> None:
         {"input": SECRET},
         {"input": SECRET},  # a cache hit
         {"input": SECRET + " [fail]", "stream_format": "sse"},
-        {"input": SECRET + " [fail]"},
+        {"input": SECRET + " [fail]", "stream": False},
         {"input": SECRET + " [reject]"},
         {"input": SECRET, "voice": "nobody"},
     ):

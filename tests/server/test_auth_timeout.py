@@ -31,7 +31,8 @@ def test_api_key_guards_v1_routes_but_not_health(serve) -> None:
 def test_request_past_its_deadline_is_504_and_frees_the_engine(serve) -> None:
     engine = FakeEngine(chunk_delay_s=0.05)
     url = serve(engine, request_timeout_s=0.3, max_concurrent_requests=1, max_queue=0)
-    response = httpx.post(f"{url}{SPEECH}", json={"input": "a" * 500, "response_format": "pcm"})
+    whole = {"input": "a" * 500, "response_format": "pcm", "stream": False}  # no byte before the deadline
+    response = httpx.post(f"{url}{SPEECH}", json=whole)
     assert response.status_code == 504
     assert response.json()["error"]["code"] == "timeout"
     assert engine.active == 0 and engine.cancelled_requests == 1

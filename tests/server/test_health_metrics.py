@@ -61,7 +61,9 @@ def test_metrics_count_requests_audio_characters_and_errors(serve) -> None:
     texts = ["one two three", "four five six seven"]
     for text in texts:
         assert (
-            httpx.post(f"{url}/v1/audio/speech", json={"input": text, "response_format": "pcm"}).status_code
+            httpx.post(
+                f"{url}/v1/audio/speech", json={"input": text, "response_format": "pcm", "stream": False}
+            ).status_code
             == 200
         )
     streamed = httpx.post(

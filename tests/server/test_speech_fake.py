@@ -85,7 +85,8 @@ def test_sample_rate_extension(serve) -> None:
 
 def test_non_streamed_wav_has_exact_sizes(serve) -> None:
     url = serve()
-    response = httpx.post(f"{url}{SPEECH}", json={"input": TEXT, "response_format": "wav"})
+    response = httpx.post(f"{url}{SPEECH}", json={"input": TEXT, "response_format": "wav", "stream": False})
+    assert response.headers["content-length"] == str(len(response.content))
     with wave.open(io.BytesIO(response.content)) as wav:
         assert wav.getframerate() == 24000
         assert wav.getnframes() == (len(response.content) - 44) // 2

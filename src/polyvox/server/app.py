@@ -20,6 +20,7 @@ from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import Lifecycle
 from polyvox.server.metrics import Metrics, MetricsMiddleware
 from polyvox.server.routes import catalog, health, lexicon, speech, ui, voices, websocket
+from polyvox.server.streaming import quiet_cut_streams
 from polyvox.server.supervisor import EngineSupervisor
 from polyvox.server.synthesis import SpeechService
 from polyvox.settings import Settings
@@ -93,6 +94,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.engine_failure = None
     app.state.created = int(time.time())
     install_error_handlers(app)
+    quiet_cut_streams()  # a stream cut by its deadline is an answered outcome, not an app error
     voices.install_voice_errors(app)
     app.include_router(speech.router)
     app.include_router(catalog.router)

@@ -34,8 +34,9 @@ Text = Annotated[str, BeforeValidator(reject_lone_surrogates)]
 class SpeechRequest(BaseModel):
     """`POST /v1/audio/speech`, as JSON or multipart/form-data. Unknown fields are ignored.
 
-    `stream_format` absent means one non-streamed response; `audio` streams the encoded file as it
-    is produced; `sse` streams `speech.audio.delta` events carrying it in base64.
+    As OpenAI does, the answer streams by default: the encoded file as it is produced (`stream_format`
+    absent or `audio`), or `speech.audio.delta` events carrying it in base64 (`sse`). `stream: false`
+    (a polyvox extension) asks for one complete file with its `Content-Length` instead.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -48,6 +49,10 @@ class SpeechRequest(BaseModel):
     speed: float = Field(1.0, ge=0.25, le=4.0)
     stream_format: StreamFormat | None = None
     # polyvox / seed-system extensions
+    stream: bool = Field(
+        True,
+        description="False answers one complete file with Content-Length (when `stream_format` is absent).",
+    )
     sample_rate: int | None = Field(None, ge=8000, le=48000, description="Output sample rate; default 24000.")
     seed: int | None = Field(None, ge=0, le=2**63 - 1)
     cfg_value: float | None = Field(None, ge=0.5, le=5.0)

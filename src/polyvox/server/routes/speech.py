@@ -61,7 +61,8 @@ async def _speak(
         voice = await service.resolve_voice(body.voice, reference, accepted_at=accepted_at)
         job = service.prepare(
             body,
-            stream=body.stream_format is not None,
+            # Streamed, as OpenAI answers by default; one whole file only when asked (`stream: false`).
+            stream=body.stream_format is not None or body.stream,
             reference=reference,
             no_cache=_no_cache(request),
             voice=voice,
@@ -112,7 +113,8 @@ async def _speak(
 
 @router.post("/v1/audio/speech", openapi_extra=_SPEECH_BODY)
 async def create_speech(request: Request, service: SpeechService = Depends(get_service)) -> Response:
-    """Synthesise `input`: one response, chunked audio (`stream_format=audio`) or SSE (`sse`)."""
+    """Synthesise `input`: chunked audio as it is made (the default, or `stream_format=audio`), SSE
+    (`sse`), or one complete file with Content-Length (`stream: false`)."""
     return await _speak(request, service)
 
 
