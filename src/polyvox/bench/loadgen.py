@@ -1,6 +1,13 @@
 """An async HTTP load generator for `POST /v1/audio/speech` and the figures BENCHMARKING.md asks for:
-throughput in audio-seconds per wall-second, time to first audio, latency, RTF and, when streaming,
-the share of streams a real-time listener could have played without a gap."""
+throughput in audio-seconds per wall-second, time to first audio, latency, RTF and, for streamed
+answers, the share of streams a real-time listener could have played without a gap.
+
+Each figure is what the client saw, from sending the request: time to first audio (`ttfa`) is the
+first body bytes, latency the last, RTF is latency / audio seconds (the whole answer's real-time
+factor: below 1 it arrived faster than it plays). Requests are sent in one of three modes: as an
+OpenAI client sends them (`default`, which polyvox streams), with `stream_format: "audio"`
+(`stream`), or with `stream: false` for one whole file (`whole`, where first audio is the latency).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ import asyncio
 import io
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import numpy as np
@@ -18,13 +25,21 @@ DEFAULT_INPUT = (
     "and into the forest, where the birds are singing in the tall green trees."
 )
 
+# default: the request as an OpenAI client sends it; stream: stream_format "audio"; whole: stream false.
+Mode = Literal["default", "stream", "whole"]
+MODE_FIELDS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "stream": {"stream_format": "audio"},
+    "whole": {"stream": False},
+}
+
 
 @dataclass
 class BenchConfig:
     url: str
     concurrency: int
     requests: int
-    stream: bool = False
+    mode: Mode = "default"
     response_format: str = "pcm"
     input: str = DEFAULT_INPUT
     voice: str = "alloy"
@@ -90,8 +105,7 @@ async def _one(client: httpx.AsyncClient, config: BenchConfig) -> Sample:
         "voice": config.voice,
         "response_format": config.response_format,
     }
-    if config.stream:
-        payload["stream_format"] = "audio"
+    payload |= MODE_FIELDS[config.mode]
     sample = Sample()
     parts: list[bytes] = []
     sent = time.perf_counter()
@@ -129,7 +143,8 @@ def summarize(samples: list[Sample], wall_s: float, config: BenchConfig) -> dict
     """The report: one flat dict, the fields `polyvox bench --json` prints."""
     ok = [s for s in samples if s.error is None]
     audio_total = sum(s.audio_s for s in ok)
-    rtfs = [(s.latency_s - s.ttfa_s) / s.audio_s for s in ok if s.audio_s > 0]
+    rtfs = [s.latency_s / s.audio_s for s in ok if s.audio_s > 0]
+    streamed = config.mode != "whole"
     errors = [s.error for s in samples if s.error is not None]
     return {
         "throughput_audio_s_per_s": audio_total / wall_s if wall_s > 0 else 0.0,
@@ -138,16 +153,16 @@ def summarize(samples: list[Sample], wall_s: float, config: BenchConfig) -> dict
         "latency_p50_s": _percentile([s.latency_s for s in ok], 50),
         "latency_p95_s": _percentile([s.latency_s for s in ok], 95),
         "rtf_p50": _percentile(rtfs, 50),
+        "rtf_p95": _percentile(rtfs, 95),
         "requests": len(samples),
         "errors": len(errors),
-        "streaming_viability": (sum(viable(s) for s in ok) / len(ok) if ok else 0.0)
-        if config.stream
-        else None,
+        "streaming_viability": (sum(viable(s) for s in ok) / len(ok) if ok else 0.0) if streamed else None,
         "audio_s_total": audio_total,
         "audio_s_mean": audio_total / len(ok) if ok else 0.0,
         "wall_s": wall_s,
         "concurrency": config.concurrency,
-        "stream": config.stream,
+        "mode": config.mode,
+        "stream": streamed,
         "response_format": config.response_format,
         "input_chars": len(config.input),
         "error_samples": errors[:5],
@@ -188,7 +203,11 @@ def format_report(report: dict[str, Any]) -> str:
     def sec(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.3f} s"
 
-    mode = report["response_format"] + (" streamed" if report["stream"] else "")
+    def ratio(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3f}"
+
+    answer = {"default": "default request", "stream": "stream_format=audio", "whole": "stream=false"}
+    mode = f"{report['response_format']}, {answer[report['mode']]}"
     lines = [
         f"requests        {report['requests']} ({report['errors']} errors), {mode}, "
         f"concurrency {report['concurrency']}",
@@ -196,7 +215,8 @@ def format_report(report: dict[str, Any]) -> str:
         f"({report['audio_s_total']:.1f} audio-s in {report['wall_s']:.1f} s)",
         f"first audio     p50 {sec(report['ttfa_p50_s'])}   p95 {sec(report['ttfa_p95_s'])}",
         f"latency         p50 {sec(report['latency_p50_s'])}   p95 {sec(report['latency_p95_s'])}",
-        "rtf             p50 " + ("n/a" if report["rtf_p50"] is None else f"{report['rtf_p50']:.3f}"),
+        f"rtf             p50 {ratio(report['rtf_p50'])}   p95 {ratio(report['rtf_p95'])}   "
+        "(latency / audio seconds)",
     ]
     if report["streaming_viability"] is not None:
         lines.append(f"viable streams  {100 * report['streaming_viability']:.0f}%")
