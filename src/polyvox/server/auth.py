@@ -1,5 +1,6 @@
 """API-key authentication: bearer keys from settings, the environment or a key file, and admin keys
-for `/admin/*` and voice management (POST/PUT/PATCH/DELETE under `/v1/audio/voices` and `/v1/voices`).
+for `/admin/*` and voice management (POST/PUT/PATCH/DELETE under `/v1/audio/voices`, `/v1/voices`
+and `/v1/audio/voice_consents`).
 
 `AuthMiddleware` checks every HTTP request and WebSocket handshake before routing, so every route,
 including ones added later, is guarded unless it is in `OPEN_PATHS` (health, readiness, metrics, the
@@ -36,7 +37,7 @@ OPEN_PATHS = frozenset(
 )
 OPEN_PREFIXES = ("/ui/assets/",)  # the playground's scripts and styles
 ADMIN_PREFIXES = ("/admin/",)
-VOICE_ADMIN_PREFIXES = ("/v1/audio/voices", "/v1/voices")
+VOICE_ADMIN_PREFIXES = ("/v1/audio/voices", "/v1/voices", "/v1/audio/voice_consents")
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The model and voice lists `public_model_list` opens (and one model's card); never a voice's details.
 PUBLIC_LIST_PATHS = frozenset({"/v1/models", "/v1/audio/models", "/v1/audio/voices", "/v1/voices"})

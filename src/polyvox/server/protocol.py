@@ -161,11 +161,16 @@ class VoiceList(BaseModel):
 
 
 class VoiceDetail(BaseModel):
-    """One voice, as `GET/POST /v1/audio/voices[/{id}]` show it."""
+    """One voice, as `GET/POST /v1/audio/voices[/{id}]` show it: OpenAI's `audio.voice` object (`id`,
+    `name`, `created_at`, `type`, `prompt`) plus polyvox's fields."""
 
     id: str
-    object: Literal["voice"] = "voice"
+    object: Literal["audio.voice"] = "audio.voice"
     name: str
+    created_at: int | None = None
+    type: Literal["audio_sample", "prompt"] | None = None
+    prompt: str | None = None
+    consent_id: str | None = None
     source: str
     description: str | None = None
     transcript: str | None = None
@@ -179,7 +184,7 @@ class VoiceDetail(BaseModel):
 
 class VoiceDeleted(BaseModel):
     id: str
-    object: Literal["voice"] = "voice"
+    object: Literal["audio.voice.deleted"] = "audio.voice.deleted"
     deleted: bool = True
 
 
@@ -189,3 +194,28 @@ class VoicesReloaded(BaseModel):
     object: Literal["voices.reload"] = "voices.reload"
     voices: list[str]
     problems: list[str]
+
+class VoiceConsent(BaseModel):
+    """A consent recording, as OpenAI's `audio.voice_consent` object."""
+
+    id: str
+    object: Literal["audio.voice_consent"] = "audio.voice_consent"
+    name: str
+    language: str
+    created_at: int
+
+
+class VoiceConsentList(BaseModel):
+    """A page of consent recordings (cursor pagination: pass `last_id` as `after` for the next)."""
+
+    object: Literal["list"] = "list"
+    data: list[VoiceConsent]
+    first_id: str | None
+    last_id: str | None
+    has_more: bool
+
+
+class VoiceConsentDeleted(BaseModel):
+    id: str
+    object: Literal["audio.voice_consent"] = "audio.voice_consent"
+    deleted: bool = True

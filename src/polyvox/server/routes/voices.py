@@ -1,6 +1,9 @@
 """The voice API: list voices (Open WebUI's shape on `/v1/audio/voices`, the seed system's on
-`/v1/voices`), show one, upload one (multipart: `name`, `audio`, optional `transcript`, `consent`,
-optional `cfg_value` / `inference_timesteps`), delete one, and `POST /admin/reload-voices`.
+`/v1/voices`), show one, create one, delete one, and `POST /admin/reload-voices`.
+
+Creating takes OpenAI's two forms, from an audio sample or from a text prompt (see
+`voice_creation`), as JSON or multipart. Answers are OpenAI's `audio.voice` objects with polyvox's
+fields added.
 
 Changing voices needs an admin key: the app-wide `auth.authorize` dependency guards every non-read
 method under `/v1/audio/voices` and everything under `/admin/`. Voice errors are translated to HTTP
@@ -10,17 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
 
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
-from starlette.datastructures import UploadFile
 
 from polyvox.server.errors import APIError, error_response
-from polyvox.server.parsing import read_form
+from polyvox.server.fields import read_fields
 from polyvox.server.protocol import (
     VoiceCard,
     VoiceDeleted,
@@ -30,6 +29,7 @@ from polyvox.server.protocol import (
     WebUIVoice,
     WebUIVoiceList,
 )
+from polyvox.server.voice_creation import create_from_fields
 from polyvox.voices.errors import (
     InvalidVoiceAudio,
     InvalidVoiceName,
@@ -41,13 +41,9 @@ from polyvox.voices.errors import (
     VoiceUnsupported,
 )
 from polyvox.voices.registry import VoiceInfo, VoiceRegistry
-from polyvox.voices.store import VoiceEntry
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["voices"])
-
-AUDIO_FIELDS = ("audio", "file", "voice_file", "custom_voice_file", "speaker_wav")
-TRANSCRIPT_FIELDS = ("transcript", "text", "ref_text", "reference_text", "prompt_text")
 
 # Most specific class first.
 _STATUS: tuple[tuple[type[VoiceError], int], ...] = (
@@ -81,9 +77,15 @@ def install_voice_errors(app: FastAPI) -> None:
 
 
 async def load_voices(app: FastAPI) -> None:
-    """Load the registered voices at start; a broken `voices.json` is logged, not fatal."""
+    """At start: sweep what interrupted writes left, then load the registered voices; a broken
+    `voices.json` is logged, not fatal."""
+    registry: VoiceRegistry = app.state.voices
     try:
-        report = await anyio.to_thread.run_sync(app.state.voices.reload)
+        removed = await anyio.to_thread.run_sync(registry.sweep)
+        if removed:
+            shown = ", ".join(str(p) for p in removed[:10])
+            log.info("voices: removed %d leftover(s) of interrupted writes: %s", len(removed), shown)
+        report = await anyio.to_thread.run_sync(registry.reload)
     except VoiceError as exc:
         log.error("registered voices not loaded: %s", exc)
         return
@@ -96,11 +98,16 @@ def get_registry(request: Request) -> VoiceRegistry:
 
 
 def _display_name(info: VoiceInfo) -> str:
+    if info.label:
+        return info.label
     return info.id.capitalize() if info.source == "builtin" else info.id
 
 
 def _detail(info: VoiceInfo) -> VoiceDetail:
-    return VoiceDetail(**dataclasses.asdict(info), name=_display_name(info))
+    fields = {k: v for k, v in dataclasses.asdict(info).items() if k != "label"}
+    kind = {"builtin": None, "designed": "prompt"}.get(info.source, "audio_sample")
+    created_at = int(info.created) if info.created is not None else None
+    return VoiceDetail(**fields, name=_display_name(info), type=kind, created_at=created_at)
 
 
 @router.get("/v1/audio/voices", response_model=WebUIVoiceList)
@@ -123,36 +130,12 @@ async def get_voice(voice_id: str, registry: VoiceRegistry = Depends(get_registr
     return _detail(registry.info(voice_id))
 
 
-def _field(form: Any, names: tuple[str, ...]) -> Any:
-    return next((form[name] for name in names if form.get(name) not in (None, "")), None)
-
-
 @router.post("/v1/audio/voices", response_model=VoiceDetail, status_code=201)
 async def create_voice(request: Request, registry: VoiceRegistry = Depends(get_registry)) -> JSONResponse:
-    """Store a voice from a clip (1-60 s of speech by default) under `name`; the same name again
-    replaces it (200). Needs `consent=true`: the speaker agreed to be cloned."""
-    form = await read_form(request, request.app.state.settings.max_request_bytes)
-    name = _field(form, ("name", "voice", "id"))
-    if not isinstance(name, str):
-        raise APIError(400, "name: a voice name is required", param="name", code="missing_required_parameter")
-    upload = _field(form, AUDIO_FIELDS)
-    if not isinstance(upload, UploadFile):
-        raise APIError(
-            400, "audio: an audio file is required", param="audio", code="missing_required_parameter"
-        )
-    fields = {
-        "audio": upload.filename or "upload",
-        "transcript": _field(form, TRANSCRIPT_FIELDS),
-        "consent": _field(form, ("consent",)),
-        "cfg_value": _field(form, ("cfg_value",)),
-        "inference_timesteps": _field(form, ("inference_timesteps",)),
-    }
-    try:
-        entry = VoiceEntry.model_validate({k: v for k, v in fields.items() if v is not None})
-    except ValidationError as exc:
-        raise RequestValidationError(exc.errors()) from exc
-    data = await upload.read()
-    info, replaced = await anyio.to_thread.run_sync(registry.add, name, data, upload.filename or "", entry)
+    """Create a voice from an audio sample (1-60 s of speech by default, citing the speaker's consent)
+    or from a text prompt; a name that is a voice id again replaces that voice (200)."""
+    fields = await read_fields(request, request.app.state.settings.max_request_bytes)
+    info, replaced = await create_from_fields(request, registry, fields)
     return JSONResponse(_detail(info).model_dump(), status_code=200 if replaced else 201)
 
 
