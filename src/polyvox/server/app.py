@@ -19,7 +19,7 @@ from polyvox.server.engine_metrics import EngineStatsCollector
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import Lifecycle
 from polyvox.server.metrics import Metrics, MetricsMiddleware
-from polyvox.server.routes import catalog, health, lexicon, speech, ui, voices, websocket
+from polyvox.server.routes import catalog, health, lexicon, speech, ui, voice_consents, voices, websocket
 from polyvox.server.streaming import quiet_cut_streams
 from polyvox.server.supervisor import EngineSupervisor
 from polyvox.server.synthesis import SpeechService
@@ -99,6 +99,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.include_router(speech.router)
     app.include_router(catalog.router)
     app.include_router(voices.router)
+    app.include_router(voice_consents.router)
     app.include_router(websocket.router)
     app.include_router(lexicon.router)
     app.include_router(health.router)
