@@ -68,7 +68,7 @@ def test_an_uploaded_voice_is_used_listed_survives_a_restart_and_is_deleted(voxc
         np.testing.assert_allclose(decode(via_openai.content)[0], first, atol=2e-4)
 
         deleted = httpx.delete(f"{url}/v1/audio/voices/anna")
-        assert deleted.json() == {"id": "anna", "object": "voice", "deleted": True}
+        assert deleted.json() == {"id": "anna", "object": "audio.voice.deleted", "deleted": True}
         assert "anna" not in listed(url)
         gone = httpx.post(f"{url}/v1/audio/speech", json={"input": "Hi.", "voice": "anna"})
         assert gone.status_code == 400 and gone.json()["error"]["code"] == "voice_not_found"
