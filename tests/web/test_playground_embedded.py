@@ -62,6 +62,14 @@ def test_tabs_and_speaking_work_from_the_keyboard(page, embedded_server):
     assert speech_request_body(sent.value)["input"] == "Keys."
     assert wait_for_text(page, "#speak-status", r"^(Done|Failed)").startswith("Done")
 
+    page.fill("#speak-input", "A long story, told slowly. " * 6)
+    page.press("#speak-input", "Control+Enter")
+    wait_for_text(page, "#speak-status", "^Generated in")  # all of it received, much still to play
+    page.focus("#stop-button")
+    page.keyboard.press("Enter")
+    assert wait_for_text(page, "#speak-status", r"^(Stopped|Done|Failed)") == "Stopped."
+    assert page.is_hidden("#speak-error")
+
 
 def test_every_control_reaches_the_request_and_the_download_is_the_chosen_format(page, embedded_server):
     open_playground(page, embedded_server)
@@ -115,6 +123,10 @@ def test_code_tab_snippets_run_and_speak_the_current_settings(page, embedded_ser
     page.click("#tab-code")
     python = page.inner_text("#code-python")
     assert 'extra_body={"seed": 3}' in python
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.click('button[data-copy="code-python"]')
+    wait_for_text(page, "#code-status", "^Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == python
     env = {k: v for k, v in os.environ.items() if k != "POLYVOX_API_KEY"}
     subprocess.run([sys.executable, "-c", python], cwd=tmp_path, env=env, check=True, timeout=120)
     samples, _ = decode((tmp_path / "speech.wav").read_bytes())

@@ -91,6 +91,11 @@ window.addEventListener("polyvox:unauthorized", () => {
   if (!apiKey.get()) notice("This server requires an API key: enter it in the API key field above.");
 });
 
+// The header's readiness badge follows the server (a restart, a drain) while the page is open.
+setInterval(() => {
+  if (document.visibilityState === "visible") server.readiness().catch(() => {});
+}, 10_000);
+
 const initial = $(`tab-${location.hash.slice(1)}`);
 selectTab(initial?.getAttribute("role") === "tab" ? initial : $("tab-speak"));
 start();

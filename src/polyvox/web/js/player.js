@@ -11,6 +11,7 @@ export class StreamPlayer {
     this.context = null;
     this.loading = null;
     this.sources = new Set();
+    this.stopped = new Set(); // finished() promises waiting on the playback
     this.tapFrames = 0;
     this.begin(24000);
   }
@@ -81,10 +82,21 @@ export class StreamPlayer {
     return this.samples / this.rate;
   }
 
-  /** Resolves when everything scheduled has played (at once when nothing is scheduled). */
+  /** Resolves with true when everything scheduled has played, or with false as soon as `stop()` ends
+   * the playback first. */
   finished() {
     const left = this.context ? Math.max(0, this.next - this.context.currentTime) : 0;
-    return new Promise((resolve) => setTimeout(resolve, left * 1000 + 100));
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.stopped.delete(stopped);
+        resolve(true);
+      }, left * 1000 + 100);
+      const stopped = () => {
+        clearTimeout(timer);
+        resolve(false);
+      };
+      this.stopped.add(stopped);
+    });
   }
 
   /** The utterance's PCM as received (for a pcm download). */
@@ -101,6 +113,8 @@ export class StreamPlayer {
       }
     }
     this.sources.clear();
+    for (const resolve of this.stopped) resolve();
+    this.stopped.clear();
     if (this.context) this.next = this.context.currentTime;
   }
 

@@ -187,8 +187,8 @@ export class SpeakTab {
       this.last = { body, pcm: this.player.pcm() };
       $("download-button").disabled = false;
       $("speak-status").textContent = `Generated in ${formatSeconds(result.total)}; playing…`;
-      await this.player.finished();
-      $("speak-status").textContent = `Done: ${summary(result)}.`;
+      const played = await this.player.finished();
+      $("speak-status").textContent = played ? `Done: ${summary(result)}.` : "Stopped.";
     } catch (error) {
       $("speak-status").textContent = error.name === "AbortError" ? "Stopped." : "Failed.";
       if (error.name !== "AbortError") showError($("speak-error"), error);
