@@ -103,6 +103,20 @@ class Settings(BaseSettings):
         2_147_483_648, ge=0, description="Size cap of the audio cache; least recently used entries go first."
     )
 
+    # state shared by replicas
+    state_url: str | None = Field(
+        None,
+        description="Redis URL (redis://host:port/db) holding what replicas share: the audio cache, voices, "
+        "consents, builtin-voice freezes and the lexicon. Unset: local directories only.",
+    )
+    state_sync_interval_s: float = Field(
+        1.0,
+        gt=0,
+        le=60,
+        description="How often a replica syncs voices and the lexicon with state_url (and retries it "
+        "while unreachable), in seconds.",
+    )
+
     # privacy and lifecycle
     log_request_text: bool = Field(False, description="Log request text (default: only its length and hash).")
     shutdown_grace_s: float = Field(
@@ -216,6 +230,12 @@ class Settings(BaseSettings):
         ge=1,
         description="Threads for the VoxCPM2 engine's PyTorch work on the CPU; unset: half the cores "
         "(at least one), leaving the rest to encoding and HTTP (unset on CUDA: PyTorch's default).",
+    )
+    embedded_workers: int | None = Field(
+        None,
+        ge=1,
+        description="Sentences the embedded voice synthesises at once, shared fairly by all requests; unset: "
+        "one per two usable cores (at least one), each with ONNX threads for its share of the cores.",
     )
     attention_backend: Literal["auto", "sdpa", "flash"] = Field(
         "auto",

@@ -15,18 +15,22 @@ speaker, 22,050 Hz (the voice config's rate), no cloning, no voice design:
   Japanese, Korean or other scripts are refused with `unsupported_language` rather than read out
   as English-letter gibberish; VoxCPM2 speaks them.
 
-Synthesis runs in a small thread pool owned by the engine. The next sentence is synthesised only
-when the consumer asks for it, so closing the iterator stops the utterance after at most the
-sentence in flight.
+Sentences are synthesised by a `FairQueue` (see `polyvox.engines.fair_queue`): concurrent requests
+share its workers fairly, every waiting request's first sentence before anyone's second. The pool
+is sized to the cores this process may use (`embedded_workers`; by default one worker per two
+cores, each sentence on ONNX Runtime threads for its share of the cores: two threads on one
+sentence shorten it, where two single-threaded workers would only match the throughput). The next
+sentence is queued only when the consumer asks for it, so closing the iterator stops the utterance
+after at most the sentence in flight, and a sentence still waiting is dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import threading
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +38,7 @@ import numpy as np
 from polyvox.engines.base import OPENAI_VOICES, EngineInfo, SynthesisRequest
 from polyvox.engines.embedded_voice import VOICE_NAME, VOICE_SHA256, VoiceFiles, load_voice, locate_voice
 from polyvox.engines.errors import EngineError, EngineInputError
+from polyvox.engines.fair_queue import FairQueue, place_here
 from polyvox.settings import Settings
 from polyvox.text.script import Script, detect_scripts, foreign_letters
 from polyvox.text.split import split_sentences
@@ -74,6 +79,15 @@ def length_scale_for(speed: float) -> float:
     return float(np.interp(1.0 / speed, _DURATION_RATIOS, _LENGTH_SCALES))
 
 
+def usable_cores() -> int:
+    """CPU cores this process may run on: its affinity mask, not the machine's count."""
+    if hasattr(os, "process_cpu_count"):  # Python 3.13+
+        return os.process_cpu_count() or 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 class EmbeddedEngine:
     """The piper voice behind the Engine contract (see `polyvox.engines.base`)."""
 
@@ -84,14 +98,14 @@ class EmbeddedEngine:
         files: VoiceFiles | None = None,
         expected_sha256: str = VOICE_SHA256,
     ):
-        cpus = os.cpu_count() or 1
+        cores = usable_cores()
         self.max_chars = max_chars
-        self._max_workers = max_workers or max(1, min(4, cpus // 2))
-        self._threads = max(1, cpus // self._max_workers)
+        self.workers = max_workers or max(1, cores // 2)
+        self.threads_per_worker = max(1, cores // self.workers)
         self._files = files
         self._expected_sha256 = expected_sha256
         self._voice = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._queue: FairQueue | None = None
         self._count_lock = threading.Lock()
         self.sentences_synthesised = 0
         self.info = EngineInfo(
@@ -110,29 +124,31 @@ class EmbeddedEngine:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EmbeddedEngine:
-        """The engine for `settings`; its defaults (pool size from the CPU count) need nothing else."""
-        return cls()
+        """The engine for `settings` (`embedded_workers`; unset sizes the pool to the cores)."""
+        return cls(max_workers=settings.embedded_workers)
 
     @property
     def ready(self) -> bool:
         return self._voice is not None
 
+    @property
+    def sentences_waiting(self) -> int:
+        """Sentences queued for a worker and not started (0 when stopped)."""
+        queue = self._queue
+        return queue.waiting if queue is not None else 0
+
     async def start(self) -> None:
         if self._voice is not None:
             return
-        pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="polyvox-embedded")
-        try:
-            voice = await asyncio.get_running_loop().run_in_executor(pool, self._load)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+        voice = await asyncio.to_thread(self._load)
         self.info.sample_rate = voice.config.sample_rate
-        self._pool, self._voice = pool, voice
+        self._queue = FairQueue(self.workers, voice.config.sample_rate, thread_name_prefix="polyvox-embedded")
+        self._voice = voice
 
     async def stop(self) -> None:
-        pool, self._pool, self._voice = self._pool, None, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        queue, self._queue, self._voice = self._queue, None, None
+        if queue is not None:
+            queue.close()
 
     def validate(self, request: SynthesisRequest) -> None:
         if request.reference is not None:
@@ -172,8 +188,8 @@ class EmbeddedEngine:
     async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
         """Yield each sentence's float32 audio as soon as it is synthesised."""
         self.validate(request)
-        voice, pool = self._voice, self._pool
-        if voice is None or pool is None:
+        voice, queue = self._voice, self._queue
+        if voice is None or queue is None:
             raise EngineError("The embedded engine is not started.")
         from piper import SynthesisConfig
 
@@ -184,16 +200,15 @@ class EmbeddedEngine:
             noise_w_scale=style.noise_w_scale,
             volume=0.9,
         )
-        loop = asyncio.get_running_loop()
-        for sentence in split_sentences(request.text, self.max_chars):
-            if self._pool is not pool:
-                raise EngineError("The embedded engine stopped before the utterance was finished.")
-            audio = await loop.run_in_executor(pool, self._synthesize, voice, sentence, config)
+        place = place_here()
+        for index, sentence in enumerate(split_sentences(request.text, self.max_chars)):
+            work = functools.partial(self._synthesize, voice, sentence, config)
+            audio = await queue.run(place, work, sentence=index)
             if audio.size:
                 yield audio
 
     def _load(self):
-        voice = load_voice(self._files or locate_voice(), self._expected_sha256, self._threads)
+        voice = load_voice(self._files or locate_voice(), self._expected_sha256, self.threads_per_worker)
         for _ in voice.synthesize("Hello."):
             pass
         return voice

@@ -10,7 +10,9 @@ every running piece and closes its inner generator before `aclose()` returns.
 
 Every piece reuses the request's voice, reference, instructions and generation parameters. A
 request without a seed gets one drawn here, shared by all its pieces, so sampling engines draw the
-same noise for each piece.
+same noise for each piece. Each piece's generation runs marked with the request's `Listener` and
+the piece's index (`fair_queue.listening`), so an engine that shares a few workers among requests
+(the embedded voice) can serve them fairly; engines that batch on their own ignore the mark.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 
 from polyvox.engines.base import Engine, SynthesisRequest
 from polyvox.engines.errors import EngineInputError
+from polyvox.engines.fair_queue import Listener, Place, listening
 from polyvox.text.frontend import TextFrontend
 
 _DONE = object()
@@ -99,6 +102,7 @@ class PieceStream:
         self.request = request if request.seed is not None else replace(request, seed=random.getrandbits(31))
         self.pieces: list[str] = []
         self.pieces_done = 0
+        self.listener = Listener()
         self._chunks = self._stream()
 
     @property
@@ -129,7 +133,9 @@ class PieceStream:
                 while len(tasks) < min(len(pieces), index + 1 + engine.lookahead):
                     queue: asyncio.Queue = asyncio.Queue()
                     piece_request = engine._piece_request(request, pieces[len(tasks)], len(tasks))
-                    tasks.append(asyncio.create_task(_pull(engine.inner, piece_request, queue)))
+                    pull = _pull(engine.inner, piece_request, queue)
+                    place = Place(self.listener, len(tasks))
+                    tasks.append(asyncio.create_task(pull, context=listening(place)))
                     queues.append(queue)
                 seam = _Seam(fade if index > 0 else 0, fade if index < len(pieces) - 1 else 0)
                 while (item := await queues[index].get()) is not _DONE:

@@ -1,0 +1,127 @@
+"""The embedded piper voice shared by several requests: which sentence the worker synthesises next.
+
+Requests go through the real long-text pipeline (PiecewiseEngine, one piece ahead) to the real
+piper voice on one worker. `Recording` is the embedded engine that also notes each sentence as
+its synthesis starts, and can hold the worker on a chosen sentence until the test lets it go, so
+every request has queued its sentences before the worker chooses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from polyvox.engines.base import SynthesisRequest
+from polyvox.engines.embedded import EmbeddedEngine
+from polyvox.engines.piecewise import PiecewiseEngine
+from polyvox.text.frontend import TextFrontend
+
+GATE = "Please hold the line for a moment."
+NAMES = ("Alpha", "Bravo", "Charlie", "Delta")
+ORDINALS = ("first", "second", "third")
+
+
+def script(name: str, sentences: int = 3) -> str:
+    return " ".join(f"{name} reads the {ORDINALS[n]} line." for n in range(sentences))
+
+
+def who(sentence: str) -> tuple[str, int]:
+    """(request name, sentence index) of a sentence from `script`."""
+    words = sentence.split()
+    return words[0], ORDINALS.index(words[3])
+
+
+class Recording(EmbeddedEngine):
+    """The embedded engine, noting each sentence as it starts; the GATE sentence waits for `release`."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.started: list[str] = []
+        self.gate_entered = threading.Event()
+        self.release = threading.Event()
+
+    def _synthesize(self, voice, sentence: str, config) -> np.ndarray:
+        self.started.append(sentence)
+        if sentence == GATE:
+            self.gate_entered.set()
+            self.release.wait(timeout=60)
+        return super()._synthesize(voice, sentence, config)
+
+    def spoken(self) -> list[tuple[str, int]]:
+        return [who(sentence) for sentence in self.started if sentence != GATE]
+
+
+@pytest.fixture
+def engine() -> Recording:
+    engine = Recording(max_workers=1)
+    asyncio.run(engine.start())
+    yield engine
+    engine.release.set()
+    asyncio.run(engine.stop())
+
+
+def pipeline(engine: Recording) -> PiecewiseEngine:
+    return PiecewiseEngine(engine, TextFrontend(normalize_default=False), lookahead=1)
+
+
+async def collect(stream) -> list[np.ndarray]:
+    return [chunk async for chunk in stream]
+
+
+async def until(condition, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the queue never reached the expected state"
+        await asyncio.sleep(0.01)
+
+
+async def hold_worker(engine: Recording, speech: PiecewiseEngine) -> asyncio.Task:
+    gate = asyncio.ensure_future(collect(speech.generate(SynthesisRequest(text=GATE))))
+    await asyncio.to_thread(engine.gate_entered.wait, 30)
+    return gate
+
+
+def test_every_request_hears_its_first_sentence_before_any_request_gets_its_second(engine):
+    speech = pipeline(engine)
+
+    async def scenario() -> list[list[np.ndarray]]:
+        gate = await hold_worker(engine, speech)
+        requests = [SynthesisRequest(text=script(name)) for name in NAMES]
+        streams = [asyncio.ensure_future(collect(speech.generate(request))) for request in requests]
+        await until(lambda: engine.sentences_waiting == 2 * len(NAMES))  # each: its piece and the next
+        engine.release.set()
+        await gate
+        return await asyncio.gather(*streams)
+
+    results = asyncio.run(scenario())
+    spoken = engine.spoken()
+    assert {index for _, index in spoken[: len(NAMES)]} == {0}
+    assert {name for name, _ in spoken[: len(NAMES)]} == set(NAMES)
+    for name in NAMES:
+        assert [index for who_, index in spoken if who_ == name] == [0, 1, 2]
+    for chunks in results:
+        seconds = sum(len(chunk) for chunk in chunks) / engine.info.sample_rate
+        assert 3.0 < seconds < 12.0  # three short sentences each, all spoken
+
+
+def test_a_request_that_goes_away_drops_its_waiting_sentences(engine):
+    speech = pipeline(engine)
+
+    async def scenario() -> list[np.ndarray]:
+        gate = await hold_worker(engine, speech)
+        leaving = asyncio.ensure_future(collect(speech.generate(SynthesisRequest(text=script("Alpha")))))
+        staying = asyncio.ensure_future(collect(speech.generate(SynthesisRequest(text=script("Bravo", 2)))))
+        await until(lambda: engine.sentences_waiting == 4)
+        leaving.cancel()
+        await until(lambda: engine.sentences_waiting == 2)
+        engine.release.set()
+        await gate
+        return await staying
+
+    chunks = asyncio.run(scenario())
+    assert engine.spoken() == [("Bravo", 0), ("Bravo", 1)]
+    assert sum(len(chunk) for chunk in chunks) / engine.info.sample_rate > 1.5
