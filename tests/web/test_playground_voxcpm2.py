@@ -141,3 +141,26 @@ def test_a_recorded_clip_speaks_once(page, voxcpm2_server):
     )
     assert sent.value.headers["content-type"].startswith("multipart/form-data")  # the clip, uploaded
     wait_for_sound(page)
+
+
+def test_a_voice_designed_from_a_description_is_listed_and_plays_a_sample(page, voxcpm2_server):
+    open_playground(page, voxcpm2_server)
+    page.click("#tab-voices")
+    page.fill("#design-name", "Calm narrator")  # not an id: the voice gets one (voice_...)
+    page.fill("#design-prompt", "a calm, unhurried narrator")
+    with page.expect_response(
+        lambda r: r.url.endswith("/v1/audio/voices") and r.request.method == "POST"
+    ) as made:
+        page.click("#design-button")
+    voice_id = made.value.json()["id"]
+    assert voice_id.startswith("voice_")
+    wait_for_text(page, "#voices-status", f'^Designed "{voice_id}"')
+
+    row = page.locator(f'#voices-table tr[data-voice="{voice_id}"]')
+    assert "Calm narrator" in row.inner_text() and "designed" in row.inner_text()
+    with page.expect_request(is_speech_post) as sent:
+        row.get_by_role("button", name=f"Play sample {voice_id}").click()
+    assert speech_request_body(sent.value)["voice"] == voice_id
+    wait_for_text(page, "#voices-status", f"^Sample of {voice_id}")
+    wait_for_sound(page)
+    assert page.locator(f'#speak-voice option[value="{voice_id}"]').count() == 1  # and in the picker

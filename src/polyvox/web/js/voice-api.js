@@ -1,5 +1,6 @@
-// Changing voices: POST /v1/audio/voices (multipart: name, audio, transcript, consent) and
-// DELETE /v1/audio/voices/{id}. Both need an admin key where the server has admin keys.
+// Changing voices: POST /v1/audio/voices from a clip (multipart: name, audio, transcript, consent) or
+// from a description (type=prompt, name, prompt), and DELETE /v1/audio/voices/{id}. Each needs an
+// admin key where the server has admin keys.
 
 import { request } from "./api.js";
 
@@ -15,4 +16,13 @@ export async function saveVoice({ name, clip, transcript, consent }) {
 
 export async function deleteVoice(id) {
   return (await request(`v1/audio/voices/${encodeURIComponent(id)}`, { method: "DELETE" })).json();
+}
+
+/** Have the engine design the voice `name` from `prompt`, a description (VoxCPM2; others answer 422). */
+export async function designVoice({ name, prompt }) {
+  const form = new FormData();
+  form.append("type", "prompt");
+  form.append("name", name);
+  form.append("prompt", prompt);
+  return (await request("v1/audio/voices", { method: "POST", form })).json();
 }

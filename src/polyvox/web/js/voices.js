@@ -1,12 +1,12 @@
 // The Voices tab: every voice with what the API says about it; play a sample (a short sentence in
-// that voice, streamed), use it in the Speak tab, delete a stored voice, upload a new one. There is
-// no rename: the API has none.
+// that voice, streamed), use it in the Speak tab, delete a stored voice, upload a new one or design
+// one from a description. There is no rename: the API has none.
 
 import { showError } from "./api.js";
 import { aboutVoice, catalog, catalogEvents, loadVoices, savedVoiceId, voiceLabel } from "./catalog.js";
 import { generationSettings, summary } from "./speak.js";
 import { speakOverHttp } from "./speech.js";
-import { deleteVoice, saveVoice } from "./voice-api.js";
+import { deleteVoice, designVoice, saveVoice } from "./voice-api.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -25,6 +25,7 @@ export class VoicesTab {
     this.onUse = onUse;
     $("voices-refresh").addEventListener("click", () => this.refresh());
     $("upload-button").addEventListener("click", () => this.upload());
+    $("design-button").addEventListener("click", () => this.design());
     catalogEvents.addEventListener("voices", () => this.#render());
   }
 
@@ -108,6 +109,23 @@ export class VoicesTab {
     } catch (error) {
       this.#status("Not uploaded.");
       showError($("voices-error"), error);
+    }
+  }
+
+  async design() {
+    showError($("voices-error"), null);
+    const name = $("design-name").value.trim();
+    this.#status(`Designing "${name}"…`);
+    $("design-button").disabled = true;
+    try {
+      const created = await designVoice({ name, prompt: $("design-prompt").value.trim() });
+      await loadVoices();
+      this.#status(`Designed "${savedVoiceId(created, name)}".`);
+    } catch (error) {
+      this.#status("Not designed.");
+      showError($("voices-error"), error);
+    } finally {
+      $("design-button").disabled = false;
     }
   }
 }
