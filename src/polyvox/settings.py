@@ -103,6 +103,20 @@ class Settings(BaseSettings):
         2_147_483_648, ge=0, description="Size cap of the audio cache; least recently used entries go first."
     )
 
+    # state shared by replicas
+    state_url: str | None = Field(
+        None,
+        description="Redis URL (redis://host:port/db) holding what replicas share: the audio cache, voices, "
+        "consents, builtin-voice freezes and the lexicon. Unset: local directories only.",
+    )
+    state_sync_interval_s: float = Field(
+        1.0,
+        gt=0,
+        le=60,
+        description="How often a replica syncs voices and the lexicon with state_url (and retries it "
+        "while unreachable), in seconds.",
+    )
+
     # privacy and lifecycle
     log_request_text: bool = Field(False, description="Log request text (default: only its length and hash).")
     shutdown_grace_s: float = Field(

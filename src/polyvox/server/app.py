@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from polyvox import __version__
 from polyvox.cache import describe_cache
 from polyvox.engines.base import Engine
+from polyvox.server import shared_state
 from polyvox.server.auth import AuthMiddleware, KeyRing
 from polyvox.server.engine_metrics import EngineStatsCollector
 from polyvox.server.errors import install_error_handlers
@@ -56,9 +57,11 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     starting = asyncio.create_task(_start_engine(app, engine))
     supervising = asyncio.create_task(app.state.supervisor.run())
     await voices.load_voices(app)
+    await shared_state.start(app)  # state_url: voices and the lexicon in step with the other replicas
     try:
         yield
     finally:
+        await shared_state.stop(app)
         for task in (supervising, starting):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -107,6 +110,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
         ui.install(app)
     # Every path needs an API key when keys are configured (but auth.OPEN_PATHS), checked before routing;
     # the metrics middleware, outside it, counts the refusals too.
+    shared_state.install(app)  # state_url: the audio cache in Redis, and the guard (inside auth)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
     return app

@@ -98,6 +98,17 @@ class Lexicon:
             self._compile()
             return True
 
+    def replace_if_unchanged(self, entries: list[LexiconEntry], digest: str) -> bool:
+        """Swap in `entries` as the whole lexicon, unless it changed since `digest` was read (then
+        False: the caller's copy is stale). The file is not written until `save`."""
+        checked = {_check(entry).term: entry for entry in entries}
+        with self._lock:
+            if self._digest != digest:
+                return False
+            self._entries = checked
+            self._compile()
+        return True
+
     def save(self, path: str | Path | None = None) -> None:
         """Write every entry to `path` (default: the file it was loaded from) atomically."""
         target = Path(path) if path is not None else self.path

@@ -1,0 +1,94 @@
+"""The server's side of `state_url`: `install` puts the audio cache in Redis and guards the routes that
+change shared state; the lifespan calls `start` and `stop`.
+
+While Redis is unreachable a change to voices, consents or the lexicon would stay on the one replica
+that took it and vanish from the others, so such requests are refused with a 503 saying why
+(synthesis itself goes on). A change that succeeds is synced at once rather than at the next tick.
+"""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from polyvox.server.errors import error_body
+from polyvox.state.connection import StateCollector, StateConnection
+from polyvox.state.shared import SharedState
+
+GUARDED_PREFIXES = ("/v1/audio/voices", "/v1/voices", "/v1/audio/voice_consents", "/admin/lexicon")
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def install(app: FastAPI) -> None:
+    """With `state_url` set: the shared state, its metrics, the Redis audio cache (where caching is
+    on) and the guard. Call before the auth middleware is added, so the guard runs after auth."""
+    settings = app.state.settings
+    app.state.shared = None
+    if not settings.state_url:
+        return
+    shared = SharedState(StateConnection(settings.state_url), settings.state_sync_interval_s)
+    app.state.shared = shared
+    app.state.metrics.registry.register(StateCollector(shared.connection))
+    cache = app.state.service.cache
+    if cache.store is not None:
+        ttl_s = cache.store.ttl_s
+        cache.store = shared.audio_cache(settings.cache_max_bytes, ttl_s, app.state.metrics.cache_changed)
+    app.add_middleware(StateGuard, shared=shared)
+
+
+async def start(app: FastAPI) -> None:
+    shared: SharedState | None = app.state.shared
+    if shared is not None:
+        registry = app.state.voices
+        await anyio.to_thread.run_sync(shared.start, registry.store, registry.reload, app.state.lexicon)
+
+
+async def stop(app: FastAPI) -> None:
+    shared: SharedState | None = app.state.shared
+    if shared is not None:
+        await anyio.to_thread.run_sync(shared.stop)
+
+
+class StateGuard:
+    """Refuses changes to shared state while Redis is unreachable; syncs after each that succeeds."""
+
+    def __init__(self, app: ASGIApp, shared: SharedState):
+        self.app = app
+        self.shared = shared
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"] in READ_METHODS
+            or not scope["path"].startswith(GUARDED_PREFIXES)
+        ):
+            await self.app(scope, receive, send)
+            return
+        if not self.shared.connection.available:
+            await _refuse(
+                send,
+                f"{self.shared.connection.describe()}; voices, consents and the lexicon "
+                "cannot be changed until it returns (speech still works)",
+            )
+            return
+        status = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        await self.app(scope, receive, send_status)
+        if status < 400:
+            self.shared.poke()
+
+
+async def _refuse(send: Send, message: str) -> None:
+    body = json.dumps(error_body(message, "server_error", None, "state_unavailable")).encode()
+    headers = [(b"content-type", b"application/json"), (b"retry-after", b"5")]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,117 @@
+"""The connection to the shared-state Redis and its health: every Redis call goes through `call`,
+which counts failures, logs each change between reachable and unreachable once, and while Redis is
+unreachable fails at once (no timeout per request) until `check` finds it back."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+import redis
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+CONNECT_TIMEOUT_S = 1.0
+CALL_TIMEOUT_S = 3.0
+
+
+class StateUnavailable(Exception):
+    """The shared state cannot be reached now; `str()` says where and why."""
+
+
+class StateConnection:
+    """One Redis client for the replica's shared state, with a reachable/unreachable flag."""
+
+    def __init__(self, url: str, client: redis.Redis | None = None):
+        self.client = client or redis.Redis.from_url(
+            url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=CALL_TIMEOUT_S
+        )
+        kwargs = self.client.connection_pool.connection_kwargs
+        # Shown in logs and errors without the password the URL may carry.
+        self.where = f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
+        self.available = False
+        self.reason = "not contacted yet"
+        self.failures: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._announced = False
+
+    def call(self, operation: str, fn: Callable[[redis.Redis], T]) -> T:
+        """`fn(client)`; raises StateUnavailable (and counts it under `operation`) when Redis is
+        known to be unreachable or the call fails."""
+        if not self.available:
+            self.failures[operation] += 1
+            raise StateUnavailable(self.describe())
+        try:
+            return fn(self.client)
+        except redis.RedisError as exc:
+            self.failures[operation] += 1
+            self._went_down(exc)
+            raise StateUnavailable(self.describe()) from exc
+
+    def check(self) -> bool:
+        """Ping Redis (even while it is known to be down: this is what finds it back)."""
+        try:
+            self.client.ping()
+        except redis.RedisError as exc:
+            self.failures["ping"] += 1
+            self._went_down(exc)
+            return False
+        with self._lock:
+            came_back = not self.available
+            self.available = True
+            self.reason = ""
+        if came_back:
+            log.info(
+                "shared state %s %s: resynchronising",
+                self.where,
+                "reachable again" if self._announced else "reachable",
+            )
+            self._announced = True
+        return True
+
+    def describe(self) -> str:
+        return f"the shared state store {self.where} is unreachable ({self.reason})"
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _went_down(self, exc: Exception) -> None:
+        with self._lock:
+            was_up = self.available or not self._announced
+            self.available = False
+            self.reason = f"{type(exc).__name__}: {exc}"
+            self._announced = True
+        if was_up:
+            log.warning(
+                "%s: synthesis goes on without the shared audio cache, voices and the lexicon are "
+                "served from this replica's copies, and changes to them are refused until it returns",
+                self.describe(),
+            )
+
+
+class StateCollector(Collector):
+    """`polyvox_state_up` and `polyvox_state_errors_total{operation}` at scrape time."""
+
+    def __init__(self, connection: StateConnection):
+        self.connection = connection
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "polyvox_state_up",
+            "1 while the shared state store (state_url) is reachable, else 0.",
+            value=1.0 if self.connection.available else 0.0,
+        )
+        errors = CounterMetricFamily(
+            "polyvox_state_errors",
+            "Shared-state operations that failed, or were skipped while the store was unreachable.",
+            labels=["operation"],
+        )
+        for operation, count in sorted(self.connection.failures.items()):
+            errors.add_metric([operation], count)
+        yield errors

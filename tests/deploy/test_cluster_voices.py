@@ -1,0 +1,96 @@
+"""Three tiny random-weight VoxCPM2 replicas (cloning needs VoxCPM2) sharing one Redis behind nginx:
+a voice uploaded through the balancer speaks on every replica, asked on its own port, and its
+deletion reaches every replica; the metrics the Grafana dashboard and the autoscaler read are the
+ones a replica exports."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+import httpx
+import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from deploy.cluster import Cluster, cluster, eventually
+from deploy.tools import DEPLOY
+from helpers.audio import decode
+from voices.clips import flac_clip
+
+pytestmark = pytest.mark.timeout(900)
+
+TINY = ["--random-weights", "tiny", "--device", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def tiny_cluster(tmp_path_factory) -> Iterator[Cluster]:
+    with cluster(tmp_path_factory.mktemp("tiny-cluster"), TINY) as running:
+        yield running
+
+
+def voice_card(url: str, voice: str) -> dict | None:
+    response = httpx.get(f"{url}/v1/audio/voices/{voice}", timeout=10)
+    return response.json() if response.status_code == 200 else None
+
+
+def test_a_voice_uploaded_through_the_balancer_speaks_on_every_replica(tiny_cluster):
+    created = httpx.post(
+        f"{tiny_cluster.url}/v1/audio/voices",
+        data={"name": "shared-anna", "consent": "true", "transcript": "A short test clip."},
+        files={"audio": ("anna.flac", flac_clip(1.5, pitch=150.0))},
+        timeout=60,
+    )
+    assert created.status_code == 201, created.text
+    prompt_hash = created.json()["voice_prompt_hash"]
+
+    spoken = []
+    for replica in tiny_cluster.replicas:
+        card = eventually(lambda r=replica: voice_card(r.url, "shared-anna"), f"the voice on {replica.url}")
+        assert card["voice_prompt_hash"] == prompt_hash
+        body = {
+            "model": "voxcpm2",
+            "input": "Hello there.",
+            "voice": "shared-anna",
+            "response_format": "wav",
+            "seed": 7,
+        }
+        # no-cache: each replica synthesises with the voice itself instead of answering from Redis
+        response = httpx.post(
+            f"{replica.url}/v1/audio/speech", json=body, headers={"Cache-Control": "no-cache"}, timeout=120
+        )
+        assert response.status_code == 200, response.text
+        samples, rate = decode(response.content)
+        assert rate == 24000 and samples.size > 0 and np.isfinite(samples).all()
+        spoken.append(samples)
+    for other in spoken[1:]:
+        np.testing.assert_allclose(other, spoken[0], atol=2e-4)  # the same voice, the same model
+
+    deleted = httpx.delete(f"{tiny_cluster.url}/v1/audio/voices/shared-anna", timeout=30)
+    assert deleted.status_code == 200, deleted.text
+    for replica in tiny_cluster.replicas:
+        eventually(
+            lambda r=replica: voice_card(r.url, "shared-anna") is None, f"the deletion on {replica.url}"
+        )
+
+
+def exported_sample_names(url: str) -> set[str]:
+    """Every sample name a replica's /metrics can carry, from the families it declares."""
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    names = set()
+    for family in text_string_to_metric_families(text):
+        suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"]}.get(family.type, [""])
+        names |= {family.name + suffix for suffix in suffixes}
+    return names
+
+
+def test_the_dashboard_and_the_autoscaler_read_metrics_a_replica_exports(tiny_cluster):
+    dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "polyvox.json").read_text())
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel.get("targets", [])]
+    used = {name for expr in exprs for name in re.findall(r"\b(polyvox_[a-z_]+)\{", expr)}
+    adapter = (DEPLOY / "kubernetes" / "monitoring" / "prometheus-adapter-values.yaml").read_text()
+    used |= set(re.findall(r"seriesQuery: '(polyvox_[a-z_]+)\{", adapter))
+    assert len(used) > 20
+    exported = exported_sample_names(tiny_cluster.replicas[0].url)
+    assert used <= exported, sorted(used - exported)
