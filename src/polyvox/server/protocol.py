@@ -12,18 +12,24 @@ ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
 StreamFormat = Literal["audio", "sse"]
 
 
+def first_lone_surrogate(text: str) -> int | None:
+    """Where `text` holds a lone UTF-16 surrogate (`"\\udc80"` is valid JSON, but not text anything
+    downstream can encode), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
 def reject_lone_surrogates(value: Any) -> Any:
-    """JSON may carry a lone UTF-16 surrogate (`"\\udc80"`): valid JSON, but not text anything
-    downstream can encode, so it is refused here, naming the field, instead of failing later."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise PydanticCustomError(
-                "lone_surrogate",
-                "contains a lone UTF-16 surrogate (U+{code} at character {at}), which is not text",
-                {"code": f"{ord(value[exc.start]):04X}", "at": exc.start},
-            ) from None
+    """A string field with a lone surrogate is refused here, naming the field, instead of failing later."""
+    if isinstance(value, str) and (at := first_lone_surrogate(value)) is not None:
+        raise PydanticCustomError(
+            "lone_surrogate",
+            "contains a lone UTF-16 surrogate (U+{code} at character {at}), which is not text",
+            {"code": f"{ord(value[at]):04X}", "at": at},
+        )
     return value
 
 

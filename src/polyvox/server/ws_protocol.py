@@ -59,6 +59,8 @@ def parse_message(message: dict[str, Any]) -> tuple[str | None, Any]:
         data = json.loads(message["text"])
     except json.JSONDecodeError as exc:
         raise ProtocolError(f"message is not valid JSON: {exc}", code="invalid_json") from exc
+    except RecursionError as exc:  # the parser recurses per level of nesting
+        raise ProtocolError("message is nested too deeply", code="invalid_json") from exc
     return (data.get("type") if isinstance(data, dict) else None), data
 
 

@@ -21,7 +21,8 @@ from polyvox.engines.errors import EngineError, EngineInputError
 from polyvox.server.admission import Overloaded
 from polyvox.server.errors import APIError, from_validation_errors
 from polyvox.server.parsing import base64_reference
-from polyvox.server.protocol import SpeechRequest, SpeechUsage
+from polyvox.server.protocol import SpeechRequest, SpeechUsage, first_lone_surrogate
+from polyvox.server.routes.catalog import check_model
 from polyvox.server.synthesis import SpeechJob, SpeechService
 from polyvox.server.ws_protocol import (
     ProtocolError,
@@ -113,6 +114,9 @@ class SpeechSession:
             text = data.get("text")
             if not isinstance(text, str):
                 raise ProtocolError("a text message needs a string `text`", param="text")
+            if (at := first_lone_surrogate(text)) is not None:
+                message = f"text: contains a lone UTF-16 surrogate at character {at}, which is not text"
+                raise ProtocolError(message, param="text")
             for sentence in self.buffer.push(text):
                 self._queue(sentence)
         elif kind == "flush":
@@ -133,6 +137,7 @@ class SpeechSession:
             config = SessionConfig.model_validate(data)
             fields = config.model_dump(exclude={"type", "audio_encoding", "ref_audio"}, exclude_none=True)
             template = SpeechRequest.model_validate({**fields, "input": "Hello."})
+            check_model(template.model, self.service.engine, self.service.settings.accept_any_model)
             reference = None
             if config.ref_audio is not None:
                 limits = ClipLimits.from_settings(self.service.settings)
