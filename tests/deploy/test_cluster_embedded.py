@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import redis
 
 from deploy.cluster import Cluster, cluster, eventually
 from helpers.metrics import scrape, value
@@ -78,8 +79,16 @@ def test_redis_down_speech_goes_on_changes_are_refused_and_sharing_resumes_after
     first, second, _ = shared.replicas
     assert speak(first.url, "Redis is back.").headers["x-cache"] == "MISS"
     assert speak(second.url, "Redis is back.").headers["x-cache"] == "HIT"
-    # the lexicon the replicas held was published again into the emptied Redis
-    assert eventually(
-        lambda: any(i["term"] == "polyvox" for i in httpx.get(f"{second.url}/admin/lexicon").json()["data"]),
-        "the lexicon surviving the Redis restart",
-    )
+    # the replicas published the lexicon they held into the emptied Redis...
+    store = redis.Redis.from_url(shared.redis.url)
+    eventually(lambda: store.hexists("polyvox:lexicon:entries", "polyvox"), "the lexicon back in Redis")
+    # ...and an edit made now reaches every replica again
+    added = httpx.post(f"{shared.url}/admin/lexicon", json={"term": "nginx", "say": "engine x"})
+    assert added.status_code in (200, 201), added.text
+    for replica in shared.replicas:
+        eventually(
+            lambda r=replica: any(
+                item["term"] == "nginx" for item in httpx.get(f"{r.url}/admin/lexicon").json()["data"]
+            ),
+            f"the new lexicon edit on {replica.url}",
+        )
