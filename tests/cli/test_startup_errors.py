@@ -16,6 +16,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from helpers.serve_process import free_port
+from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint
 
 POLYVOX = [sys.executable, "-m", "polyvox.cli"]
 
@@ -38,9 +39,8 @@ def refused(result: subprocess.CompletedProcess, command: str) -> str:
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("checkpoint") / "tiny"
-    subprocess.run([*POLYVOX, "checkpoint", "random", "--out", str(out)], check=True, timeout=180)
-    return out
+    """A complete tiny checkpoint, as `polyvox checkpoint random` writes it."""
+    return write_random_checkpoint(tmp_path_factory.mktemp("checkpoint") / "tiny", "tiny", seed=0)
 
 
 def damaged(checkpoint: Path, tmp_path: Path, edit) -> Path:
