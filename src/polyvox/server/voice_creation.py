@@ -97,28 +97,27 @@ async def _from_prompt(
     engine = request.app.state.engine
     if not engine.info.can_clone:
         return await registry.design(name, prompt, script, engine)  # a 422 before any work
-    if service.lifecycle.draining:
-        raise APIError(503, "the server is shutting down", code="shutting_down", headers={"Retry-After": "5"})
-    if not engine.ready:
-        raise APIError(
-            503,
-            "the engine is not ready (GET /ready says why)",
-            code="engine_not_ready",
-            headers={"Retry-After": "5"},
-        )
-    timeout_s = request.app.state.settings.request_timeout_s
-    admitted = False
-    try:
-        async with asyncio.timeout(timeout_s):
-            await service.admission.acquire()
-            admitted = True
-            return await registry.design(name, prompt, script, engine)
-    except Overloaded as exc:
-        raise APIError(
-            429, str(exc), code="rate_limit_exceeded", headers={"Retry-After": str(exc.retry_after_s)}
-        ) from exc
-    except TimeoutError as exc:
-        raise DeadlineExceeded(timeout_s) from exc
-    finally:
-        if admitted:
-            service.admission.release()
+    with service.accept():  # 503 while draining; in flight (a drain waits for it) from here
+        if not engine.ready:
+            raise APIError(
+                503,
+                "the engine is not ready (GET /ready says why)",
+                code="engine_not_ready",
+                headers={"Retry-After": "5"},
+            )
+        timeout_s = request.app.state.settings.request_timeout_s
+        admitted = False
+        try:
+            async with asyncio.timeout(timeout_s):
+                await service.admission.acquire()
+                admitted = True
+                return await registry.design(name, prompt, script, engine)
+        except Overloaded as exc:
+            raise APIError(
+                429, str(exc), code="rate_limit_exceeded", headers={"Retry-After": str(exc.retry_after_s)}
+            ) from exc
+        except TimeoutError as exc:
+            raise DeadlineExceeded(timeout_s) from exc
+        finally:
+            if admitted:
+                service.admission.release()
