@@ -38,7 +38,10 @@ def test_a_failed_step_fails_its_batch_and_the_waiting_requests_are_served(model
 
         runner.run = faulty_run
 
-        bodies = [{"input": f"Request {i} of four.", "response_format": "pcm", "seed": i} for i in range(4)]
+        bodies = [  # whole files: a failure mid-generation is then a 500, not a stream cut short
+            {"input": f"Request {i} of four.", "response_format": "pcm", "seed": i, "stream": False}
+            for i in range(4)
+        ]
 
         async def main():
             async with httpx.AsyncClient(base_url=url, timeout=120) as client:

@@ -234,7 +234,8 @@ def test_voxcpm2_step_failure_fails_its_requests_and_the_engine_keeps_serving() 
 
         runner.run = faulty_run
         with httpx.Client(timeout=60) as client:
-            failed = client.post(f"{url}{SPEECH}", json={"input": "Hello there.", "response_format": "pcm"})
+            whole = {"input": "Hello there.", "response_format": "pcm", "stream": False}
+            failed = client.post(f"{url}{SPEECH}", json=whole)
             assert failed.status_code == 500 and failed.json()["error"]["type"] == "server_error"
             assert faults["left"] == 0
             assert client.get(f"{url}/ready").status_code == 200
