@@ -201,6 +201,7 @@ class VoicesReloaded(BaseModel):
     voices: list[str]
     problems: list[str]
 
+
 class VoiceConsent(BaseModel):
     """A consent recording, as OpenAI's `audio.voice_consent` object."""
 
