@@ -235,7 +235,7 @@ class Settings(BaseSettings):
         None,
         ge=1,
         description="Sentences the embedded voice synthesises at once, shared fairly by all requests; unset: "
-        "one per two usable cores (at least one), each with ONNX threads for its share of the cores.",
+        "one per usable core, each on one ONNX thread (fewer workers share the spare cores as threads).",
     )
     attention_backend: Literal["auto", "sdpa", "flash"] = Field(
         "auto",

@@ -56,7 +56,7 @@ class Recorder(EngineWrapper):
 
 @pytest.fixture(scope="module")
 def embedded() -> EmbeddedEngine:
-    engine = EmbeddedEngine()
+    engine = EmbeddedEngine(max_workers=1)  # one sentence at a time: pieces end in the order they start
     asyncio.run(engine.start())
     yield engine
     asyncio.run(engine.stop())

@@ -17,11 +17,12 @@ speaker, 22,050 Hz (the voice config's rate), no cloning, no voice design:
 
 Sentences are synthesised by a `FairQueue` (see `polyvox.engines.fair_queue`): concurrent requests
 share its workers fairly, every waiting request's first sentence before anyone's second. The pool
-is sized to the cores this process may use (`embedded_workers`; by default one worker per two
-cores, each sentence on ONNX Runtime threads for its share of the cores: two threads on one
-sentence shorten it, where two single-threaded workers would only match the throughput). The next
-sentence is queued only when the consumer asks for it, so closing the iterator stops the utterance
-after at most the sentence in flight, and a sentence still waiting is dropped.
+is sized to the cores this process may use (`embedded_workers`): by default one worker per core,
+each running ONNX Runtime on one thread, so one worker's phonemisation and Python work overlap
+another's inference and no intra-op threads spin against each other (fewer workers get the spare
+cores as ONNX threads: a lone sentence is then quicker, the whole pool slower). The next sentence
+is queued only when the consumer asks for it, so closing the iterator stops the utterance after at
+most the sentence in flight, and a sentence still waiting is dropped.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ class EmbeddedEngine:
     ):
         cores = usable_cores()
         self.max_chars = max_chars
-        self.workers = max_workers or max(1, cores // 2)
+        self.workers = max_workers or cores
         self.threads_per_worker = max(1, cores // self.workers)
         self._files = files
         self._expected_sha256 = expected_sha256
