@@ -98,6 +98,34 @@ def test_a_stream_far_ahead_of_playback_lets_one_about_to_run_dry_go_first():
     run(scenario)
 
 
+def test_a_newcomer_goes_before_a_playing_listener_with_audio_to_spare():
+    async def scenario():
+        s = Scenario()
+        playing = Place(Listener())
+        await s.say(playing, "playing0", seconds=30.0)
+        release = await s.hold_workers()
+        tasks = [s.say(playing, "playing1", sentence=1), s.say(Place(Listener()), "newcomer0")]
+        release.set()
+        await asyncio.gather(*tasks)
+        assert s.started == ["playing0", "newcomer0", "playing1"]
+
+    run(scenario)
+
+
+def test_a_playing_listener_about_to_run_dry_goes_before_a_newcomer():
+    async def scenario():
+        s = Scenario()
+        playing = Place(Listener())
+        await s.say(playing, "playing0", seconds=0.05)  # runs dry 50 ms after its first audio
+        release = await s.hold_workers()
+        tasks = [s.say(playing, "playing1", sentence=1), s.say(Place(Listener()), "newcomer0")]
+        release.set()
+        await asyncio.gather(*tasks)
+        assert s.started == ["playing0", "playing1", "newcomer0"]
+
+    run(scenario)
+
+
 def test_a_listeners_sentences_start_in_the_order_of_its_request():
     async def scenario():
         s = Scenario()

@@ -16,13 +16,14 @@ speaker, 22,050 Hz (the voice config's rate), no cloning, no voice design:
   as English-letter gibberish; VoxCPM2 speaks them.
 
 Sentences are synthesised by a `FairQueue` (see `polyvox.engines.fair_queue`): concurrent requests
-share its workers fairly, every waiting request's first sentence before anyone's second. The pool
-is sized to the cores this process may use (`embedded_workers`): by default one worker per core,
-each running ONNX Runtime on one thread, so one worker's phonemisation and Python work overlap
-another's inference and no intra-op threads spin against each other (fewer workers get the spare
-cores as ONNX threads: a lone sentence is then quicker, the whole pool slower). The next sentence
-is queued only when the consumer asks for it, so closing the iterator stops the utterance after at
-most the sentence in flight, and a sentence still waiting is dropped.
+share its workers fairly, every waiting request's first sentence before anyone's second as long as
+the streams already playing can wait for it, then round-robin. The pool is sized to the cores this
+process may use (`embedded_workers`): by default one worker per core, each running ONNX Runtime on
+one thread, so one worker's phonemisation and Python work overlap another's inference and no
+intra-op threads spin against each other (fewer workers get the spare cores as ONNX threads: a
+lone sentence is then quicker, the whole pool slower). The next sentence is queued only when the
+consumer asks for it, so closing the iterator stops the utterance after at most the sentence in
+flight, and a sentence still waiting is dropped.
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ class EmbeddedEngine:
         place = place_here()
         for index, sentence in enumerate(split_sentences(request.text, self.max_chars)):
             work = functools.partial(self._synthesize, voice, sentence, config)
-            audio = await queue.run(place, work, sentence=index)
+            audio = await queue.run(place, work, sentence=index, size=len(sentence))
             if audio.size:
                 yield audio
 
