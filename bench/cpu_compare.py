@@ -27,9 +27,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import engine_bench  # noqa: E402
 
-from polyvox.engine.config import EngineConfig  # noqa: E402
-from polyvox.engine.llm_engine import LLMEngine  # noqa: E402
-from polyvox.models.voxcpm2.bundle import VoxCPM2  # noqa: E402
+from polyvox.batching.config import BatchingConfig  # noqa: E402
+from polyvox.batching.core import BatchingCore  # noqa: E402
+from polyvox.models.voxcpm2.loaded_model import VoxCPM2  # noqa: E402
 from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint  # noqa: E402
 
 TEXT = "The quick brown fox jumps over the lazy dog while the band plays on."
@@ -92,11 +92,11 @@ def main(argv: list[str] | None = None) -> dict:
         for compiled in (False, True) if args.compile else (False,):
             name = "polyvox_compiled" if compiled else "polyvox"
             started = time.perf_counter()
-            engine = LLMEngine(
+            core = BatchingCore(
                 bundle.lm,
                 bundle.vae,
                 bundle.config,
-                EngineConfig(num_kv_blocks=4096, compile=compiled),
+                BatchingConfig(num_kv_blocks=4096, compile=compiled),
                 torch.device("cpu"),
                 torch.float32,
             )
@@ -104,8 +104,8 @@ def main(argv: list[str] | None = None) -> dict:
             runs = []
             for c in [int(x) for x in args.concurrency.split(",")]:
                 prompts = [bundle.build_prompt(f"{i}: {TEXT}") for i in range(c)]
-                engine_bench.run_burst(engine, prompts, 2, 10, torch.device("cpu"))
-                run = engine_bench.run_burst(engine, prompts, args.patches, 10, torch.device("cpu"))
+                engine_bench.run_burst(core, prompts, 2, 10, torch.device("cpu"))
+                run = engine_bench.run_burst(core, prompts, args.patches, 10, torch.device("cpu"))
                 runs.append(run)
                 print(name, json.dumps(run), flush=True)
             results[name] = runs

@@ -24,9 +24,9 @@ from datetime import UTC, datetime
 
 import torch
 
-from polyvox.engine.config import EngineConfig
-from polyvox.engine.llm_engine import LLMEngine
-from polyvox.engine.sequence import SamplingParams, SequenceStatus
+from polyvox.batching.config import BatchingConfig
+from polyvox.batching.core import BatchingCore
+from polyvox.batching.sequence import SamplingParams, SequenceStatus
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
@@ -92,20 +92,20 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def run_burst(engine: LLMEngine, prompts, patches: int, timesteps: int, device) -> dict:
+def run_burst(core: BatchingCore, prompts, patches: int, timesteps: int, device) -> dict:
     sync(device)
     t0 = time.perf_counter()
     seqs = [
-        engine.add_request(
+        core.add_request(
             p, SamplingParams(seed=i, min_len=patches, max_len=patches, inference_timesteps=timesteps)
         )
         for i, p in enumerate(prompts)
     ]
     first: dict[int, float] = {}
     last: dict[int, float] = {}
-    steps0, patches0, time0 = engine._steps, engine._patches, engine._step_time
+    steps0, patches0, time0 = core._steps, core._patches, core._step_time
     while any(s.status is not SequenceStatus.FINISHED for s in seqs):
-        outs = engine.step()  # audio comes back on the host, so the step is complete here
+        outs = core.step()  # audio comes back on the host, so the step is complete here
         now = time.perf_counter() - t0
         for o in outs:
             first.setdefault(o.seq_id, now)
@@ -114,7 +114,7 @@ def run_burst(engine: LLMEngine, prompts, patches: int, timesteps: int, device) 
     audio_s = len(seqs) * patches * PATCH_S
     ttfa = sorted(first.values())
     rtf = [(last[s.seq_id] - first[s.seq_id]) / (patches * PATCH_S) for s in seqs]
-    steps = engine._steps - steps0
+    steps = core._steps - steps0
     return {
         "concurrency": len(seqs),
         "wall_s": round(wall, 3),
@@ -125,13 +125,13 @@ def run_burst(engine: LLMEngine, prompts, patches: int, timesteps: int, device) 
         "rtf_mean": round(statistics.mean(rtf), 4),
         "rtf_max": round(max(rtf), 4),
         "steps": steps,
-        "mean_batch": round((engine._patches - patches0) / max(steps, 1), 2),
-        "mean_step_ms": round(1000 * (engine._step_time - time0) / max(steps, 1), 2),
+        "mean_batch": round((core._patches - patches0) / max(steps, 1), 2),
+        "mean_step_ms": round(1000 * (core._step_time - time0) / max(steps, 1), 2),
     }
 
 
 def run_closed_loop(
-    engine: LLMEngine, make, concurrency: int, total: int, patches: int, timesteps: int, device
+    core: BatchingCore, make, concurrency: int, total: int, patches: int, timesteps: int, device
 ):
     """Requests keep arriving: `concurrency` are in flight and each one that finishes is replaced at
     once, until `total` have run. Lengths vary (half to all of `patches`), so arrivals land in
@@ -147,15 +147,15 @@ def run_closed_loop(
     def arrive() -> None:
         i = len(seqs)
         params = SamplingParams(seed=i, min_len=lengths[i], max_len=lengths[i], inference_timesteps=timesteps)
-        seq = engine.add_request(make(i), params)
+        seq = core.add_request(make(i), params)
         seqs.append(seq)
         arrived[seq.seq_id] = time.perf_counter() - t0
         chunks[seq.seq_id] = []
 
     while len(seqs) < min(concurrency, total):
         arrive()
-    while engine.has_work():
-        outs = engine.step()
+    while core.has_work():
+        outs = core.step()
         now = time.perf_counter() - t0
         for o in outs:
             chunks[o.seq_id].append(now)
@@ -171,7 +171,7 @@ def run_closed_loop(
 
     return {
         "workload": "closed",
-        "prefill_policy": engine.config.prefill_policy,
+        "prefill_policy": core.config.prefill_policy,
         "concurrency": concurrency,
         "requests": total,
         "wall_s": round(wall, 3),
@@ -197,11 +197,11 @@ def check(device: torch.device) -> dict:
     ]
 
     def run(graphs: bool, batch: bool):
-        ec = EngineConfig(num_kv_blocks=1024, cuda_graphs=graphs, max_graph_batch=16)
+        ec = BatchingConfig(num_kv_blocks=1024, cuda_graphs=graphs, max_graph_batch=16)
         if batch:
-            return LLMEngine(lm, vae, config, ec, device, torch.float32).generate(prompts, params)
-        engine = LLMEngine(lm, vae, config, ec, device, torch.float32)
-        return [engine.generate([p], [sp])[0] for p, sp in zip(prompts, params, strict=True)]
+            return BatchingCore(lm, vae, config, ec, device, torch.float32).generate(prompts, params)
+        core = BatchingCore(lm, vae, config, ec, device, torch.float32)
+        return [core.generate([p], [sp])[0] for p, sp in zip(prompts, params, strict=True)]
 
     def diff(a, b):
         return max(float((x[0] - y[0]).abs().max()) for x, y in zip(a, b, strict=True))
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> dict:
     t = time.perf_counter()
     config, lm, vae = build_model(args.size, device, dtype)
     results["build_s"] = round(time.perf_counter() - t, 1)
-    engine_config = EngineConfig(
+    core_config = BatchingConfig(
         max_num_seqs=max(args.max_num_seqs, max(concurrencies)),
         num_kv_blocks=args.num_kv_blocks,
         cuda_graphs=not args.no_cuda_graphs,
@@ -296,10 +296,10 @@ def main(argv: list[str] | None = None) -> dict:
         compile=args.compile,
     )
     t = time.perf_counter()
-    engine = LLMEngine(lm, vae, config, engine_config, device, dtype)
-    results["kv_blocks"] = engine.block_manager.num_blocks
-    results["attention_backend"] = engine.runner.attention_backend
-    results["compiled"] = engine.runner.compiled
+    core = BatchingCore(lm, vae, config, core_config, device, dtype)
+    results["kv_blocks"] = core.block_manager.num_blocks
+    results["attention_backend"] = core.runner.attention_backend
+    results["compiled"] = core.runner.compiled
     results["engine_start_s"] = round(time.perf_counter() - t, 1)
     prompt_tokens = len(make_prompt(config, 0, args.text_repeats))
     results["prompt_tokens"] = prompt_tokens
@@ -309,10 +309,10 @@ def main(argv: list[str] | None = None) -> dict:
     for c in concurrencies:
         prompts = [make_prompt(config, i, args.text_repeats) for i in range(c)]
         t = time.perf_counter()
-        run_burst(engine, prompts, 3, args.timesteps, device)  # warm-up (and CUDA-graph capture) at this size
+        run_burst(core, prompts, 3, args.timesteps, device)  # warm-up (and CUDA-graph capture) at this size
         warm = time.perf_counter() - t
         if args.phases:
-            engine.runner.timings = {}
+            core.runner.timings = {}
         profiler = torch.profiler.profile() if args.torch_profile and c == concurrencies[-1] else None
         if profiler:
             profiler.__enter__()
@@ -321,18 +321,18 @@ def main(argv: list[str] | None = None) -> dict:
             def make(i):
                 return make_prompt(config, 1000 + i, args.text_repeats)
 
-            result = run_closed_loop(engine, make, c, args.closed_loop, args.patches, args.timesteps, device)
+            result = run_closed_loop(core, make, c, args.closed_loop, args.patches, args.timesteps, device)
         else:
-            result = run_burst(engine, prompts, args.patches, args.timesteps, device)
+            result = run_burst(core, prompts, args.patches, args.timesteps, device)
         if profiler:
             profiler.__exit__(None, None, None)
             sort = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"
             print(profiler.key_averages().table(sort_by=sort, row_limit=25, max_name_column_width=60))
         if args.phases:
             result["phase_ms_per_step"] = {
-                k: round(1000 * v / result["steps"], 2) for k, v in engine.runner.timings.items()
+                k: round(1000 * v / result["steps"], 2) for k, v in core.runner.timings.items()
             }
-            engine.runner.timings = None
+            core.runner.timings = None
         result["warmup_s"] = round(warm, 2)
         runs.append(result)
         print(json.dumps(result), flush=True)
@@ -341,13 +341,13 @@ def main(argv: list[str] | None = None) -> dict:
     if single:
         results["single_stream_rtf"] = single["rtf_mean"]
         results["single_stream_ttfa_s"] = single["ttfa_p50_s"]
-    stats = engine.stats()
+    stats = core.stats()
     results["kv_blocks_free_after"] = stats.kv_blocks_free
     # whether the CUDA graphs survived capture and their self-check (a failure falls back to eager)
     results["graphs_in_use"] = {
-        "dit_solve": engine.runner.graphs is not None and not engine.runner.graphs.disabled,
-        "lm_advance": engine.runner.advance_graphs is not None,
-        "vae_decode": engine.runner.vae_graphs is not None and not engine.runner.vae_graphs.disabled,
+        "dit_solve": core.runner.graphs is not None and not core.runner.graphs.disabled,
+        "lm_advance": core.runner.advance_graphs is not None,
+        "vae_decode": core.runner.vae_graphs is not None and not core.runner.vae_graphs.disabled,
     }
     results["prefix_cache_hit_rate"] = round(stats.prefix_cache_hit_rate, 3)
     if args.json:

@@ -78,17 +78,17 @@ def _timed(obj, attr: str, key: str, timings: dict[str, float], sync) -> None:
     setattr(obj, attr, wrapper)
 
 
-def _burst(engine, prompts, patches: int) -> tuple[int, float]:
-    from polyvox.engine.sequence import SamplingParams, SequenceStatus
+def _burst(core, prompts, patches: int) -> tuple[int, float]:
+    from polyvox.batching.sequence import SamplingParams, SequenceStatus
 
     seqs = [
-        engine.add_request(p, SamplingParams(seed=i, min_len=patches, max_len=patches))
+        core.add_request(p, SamplingParams(seed=i, min_len=patches, max_len=patches))
         for i, p in enumerate(prompts)
     ]
     steps, total = 0, 0.0
     while any(s.status is not SequenceStatus.FINISHED for s in seqs):
         t = time.perf_counter()
-        engine.step()
+        core.step()
         total += time.perf_counter() - t
         steps += 1
     return steps, total
@@ -102,8 +102,8 @@ def profile_section() -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     import engine_bench
 
-    from polyvox.engine.config import EngineConfig
-    from polyvox.engine.llm_engine import LLMEngine
+    from polyvox.batching.config import BatchingConfig
+    from polyvox.batching.core import BatchingCore
 
     device = torch.device(DEVICE)
     size = SIZE
@@ -112,10 +112,10 @@ def profile_section() -> None:
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     result = {}
     for batch in [int(b) for b in os.environ.get("PROFILE_BATCHES", "1,64,256").split(",")]:
-        engine = LLMEngine(
-            lm, vae, config, EngineConfig(max_num_seqs=batch, max_graph_batch=batch), device, dtype
+        core = BatchingCore(
+            lm, vae, config, BatchingConfig(max_num_seqs=batch, max_graph_batch=batch), device, dtype
         )
-        runner = engine.runner
+        runner = core.runner
         timings: dict[str, float] = {}
         _timed(runner, "_prefill", "prefill", timings, sync)
         _timed(runner, "_advance", "lm_advance", timings, sync)
@@ -128,9 +128,9 @@ def profile_section() -> None:
             sync,
         )
         prompts = [engine_bench.make_prompt(config, i, 3) for i in range(batch)]
-        _burst(engine, prompts, 3)
+        _burst(core, prompts, 3)
         timings.clear()
-        steps, total = _burst(engine, prompts, 20)
+        steps, total = _burst(core, prompts, 20)
         row = {key: round(1000 * value / steps, 2) for key, value in timings.items()}
         row["step_total"] = round(1000 * total / steps, 2)
         row["other"] = round(1000 * (total - sum(timings.values())) / steps, 2)

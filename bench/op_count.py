@@ -21,9 +21,9 @@ import torch
 from engine_bench import SIZES, config_for
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from polyvox.engine.config import EngineConfig
-from polyvox.engine.llm_engine import LLMEngine
-from polyvox.engine.sequence import SamplingParams
+from polyvox.batching.config import BatchingConfig
+from polyvox.batching.core import BatchingCore
+from polyvox.batching.sequence import SamplingParams
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.voxcpm2.model import VoxCPM2LM
 from polyvox.models.voxcpm2.prompt import build_prompt
@@ -63,8 +63,8 @@ def count_step(batch: int, size: str, timesteps: int, dtype: torch.dtype) -> dic
     torch.manual_seed(0)
     lm = VoxCPM2LM(config).to(dtype).eval()
     vae = AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config)).eval()
-    engine = LLMEngine(lm, vae, config, EngineConfig(num_kv_blocks=64 * batch + 64), "cpu", dtype)
-    runner = engine.runner
+    core = BatchingCore(lm, vae, config, BatchingConfig(num_kv_blocks=64 * batch + 64), "cpu", dtype)
+    runner = core.runner
     counter = OpCounter()
     for method, phase in PHASES.items():
         original = getattr(runner, method)
@@ -85,15 +85,13 @@ def count_step(batch: int, size: str, timesteps: int, dtype: torch.dtype) -> dic
         prompt = build_prompt(
             tokenize, f"{i}: hello there", patch_size=config.patch_size, feat_dim=config.feat_dim
         )
-        engine.add_request(
-            prompt, SamplingParams(seed=i, min_len=8, max_len=8, inference_timesteps=timesteps)
-        )
-    engine.step()  # prefills (and the first patch)
-    engine.step()  # the first full decode step: a patch's advance for everyone
+        core.add_request(prompt, SamplingParams(seed=i, min_len=8, max_len=8, inference_timesteps=timesteps))
+    core.step()  # prefills (and the first patch)
+    core.step()  # the first full decode step: a patch's advance for everyone
     with counter:
-        engine.step()
-    while engine.has_work():
-        engine.step()
+        core.step()
+    while core.has_work():
+        core.step()
     return {
         "batch": batch,
         "ops": dict(counter.ops),

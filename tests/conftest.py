@@ -10,8 +10,8 @@ from contextlib import ExitStack
 import pytest
 
 from helpers.server import running_server
-from polyvox.engines.base import Engine
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.base import Backend
+from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -27,8 +27,8 @@ def serve() -> Iterator[Callable[..., str]]:
     """`serve(engine=None, wait_ready=True, **settings)` starts a server for this test; returns its URL."""
     with ExitStack() as stack:
 
-        def start(engine: Engine | None = None, wait_ready: bool = True, **overrides) -> str:
-            app = create_app(Settings(**overrides), engine or FakeEngine())
+        def start(backend: Backend | None = None, wait_ready: bool = True, **overrides) -> str:
+            app = create_app(Settings(**overrides), backend or FakeBackend())
             return stack.enter_context(running_server(app, wait_ready=wait_ready))
 
         yield start
@@ -37,7 +37,7 @@ def serve() -> Iterator[Callable[..., str]]:
 @pytest.fixture(scope="session")
 def embedded_url() -> Iterator[str]:
     """One server for the session around the real embedded (piper) engine."""
-    embedded = pytest.importorskip("polyvox.engines.embedded")
-    app = create_app(Settings(max_concurrent_requests=8, max_queue=256), embedded.EmbeddedEngine())
+    embedded = pytest.importorskip("polyvox.backends.embedded")
+    app = create_app(Settings(max_concurrent_requests=8, max_queue=256), embedded.EmbeddedBackend())
     with running_server(app) as url:
         yield url

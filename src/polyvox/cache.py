@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from polyvox.engines.base import Engine, SynthesisRequest
+from polyvox.backends.base import Backend, SynthesisRequest
 from polyvox.settings import Settings
 from polyvox.settings_seed import SEED_CACHE_TTL, seed_turns_cache_off
 
@@ -57,27 +57,27 @@ def normalize_text(text: str) -> str:
     return "\n".join(lines).strip()
 
 
-def engine_fingerprint(engine: Engine) -> str:
+def backend_fingerprint(backend: Backend) -> str:
     """Everything about the engine that changes its audio: name, model id, rate, `info.extra` (model
     revision, voice hash...) and the engine's own `cache_fingerprint()` (e.g. a lexicon digest)."""
-    info = engine.info
+    info = backend.info
     parts: dict[str, object] = {
         "name": info.name,
         "model": info.model_id,
         "rate": info.sample_rate,
         "extra": dict(sorted(info.extra.items())),
     }
-    own = getattr(engine, "cache_fingerprint", None)
+    own = getattr(backend, "cache_fingerprint", None)
     if callable(own):
         parts["own"] = own()
-    lexicon = getattr(getattr(engine, "frontend", None), "lexicon", None)
+    lexicon = getattr(getattr(backend, "frontend", None), "lexicon", None)
     if lexicon is not None:
         parts["lexicon"] = lexicon.digest() if callable(lexicon.digest) else lexicon.digest
     return json.dumps(parts, sort_keys=True, default=str)
 
 
 def cache_key(
-    engine_print: str, request: SynthesisRequest, voice_fingerprint: str | None = None, **extra: object
+    backend_print: str, request: SynthesisRequest, voice_fingerprint: str | None = None, **extra: object
 ) -> str:
     """The hex key of a request: the engine fingerprint, the normalised text, the voice and every other
     field of the request but its id. A voice with a prompt is keyed by the prompt's content hash alone,
@@ -93,7 +93,7 @@ def cache_key(
         fields.pop("voice", None)
     payload = {
         "format": CACHE_FORMAT,
-        "engine": engine_print,
+        "engine": backend_print,
         "text": normalize_text(request.text),
         "voice_fingerprint": voice_fingerprint,
         "reference": None

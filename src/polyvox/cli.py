@@ -118,14 +118,14 @@ def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from polyvox.server.app import create_app
-    from polyvox.server.lifecycle import DrainingServer
+    from polyvox.server.lifecycle.draining import DrainingServer
     from polyvox.settings_errors import files_named_by
 
     settings = settings_from_args(args)
     _setup_logging(settings.log_level)
     with files_named_by(settings):
         app = create_app(settings)
-    info = app.state.engine.info
+    info = app.state.backend.info
     log.info("serving %s (model %s) on http://%s:%d", info.name, info.model_id, settings.host, settings.port)
     if settings.host not in LOOPBACK_HOSTS and app.state.keyring.open:
         log.warning(
@@ -141,7 +141,7 @@ def run_serve(args: argparse.Namespace) -> int:
         app.state.lifecycle,
         busy=app.state.service.busy,
         grace_s=settings.shutdown_grace_s,
-        failure=lambda: app.state.engine_failure,
+        failure=lambda: app.state.backend_failure,
     )
     server.run()
     if server.failure is not None:
@@ -189,37 +189,37 @@ async def synthesize_file(
     """The whole utterance as a file of `fmt`: engine and OutputPipeline, no server."""
     from polyvox.audio.formats import resolve
     from polyvox.audio.pipeline import OutputPipeline
-    from polyvox.engines.base import SynthesisRequest
-    from polyvox.engines.factory import build_speech_engine
-    from polyvox.server.synthesis import complete_file, split_speed
+    from polyvox.backends.base import SynthesisRequest
+    from polyvox.backends.factory import build_backend
+    from polyvox.server.speech.synthesis import complete_file, split_speed
     from polyvox.settings_errors import files_named_by
 
     resolve(fmt, sample_rate)  # a bad format or rate is refused before a model loads
     with files_named_by(settings):
-        engine = build_speech_engine(settings)
+        backend = build_backend(settings)
     try:
-        await engine.start()
+        await backend.start()
     except Exception as exc:
         raise StartupError(
-            f"the {engine.info.name} engine failed to start: {type(exc).__name__}: {exc}"
+            f"the {backend.info.name} engine failed to start: {type(exc).__name__}: {exc}"
         ) from exc
     try:
         # Without --sample-rate the file keeps the engine's own rate (fitted to the format; pcm: 24 kHz).
-        audio_format, out_rate = resolve(fmt, sample_rate, default_rate=engine.info.sample_rate)
-        engine_speed, pipeline_speed = split_speed(engine.info, speed)
-        request = SynthesisRequest(text=text, voice=voice, speed=engine_speed, instructions=instructions)
-        engine.validate(request)
-        pipeline = OutputPipeline(engine.info.sample_rate, out_rate, audio_format, speed=pipeline_speed)
-        parts = [await asyncio.to_thread(pipeline.push, chunk) async for chunk in engine.generate(request)]
+        audio_format, out_rate = resolve(fmt, sample_rate, default_rate=backend.info.sample_rate)
+        backend_speed, pipeline_speed = split_speed(backend.info, speed)
+        request = SynthesisRequest(text=text, voice=voice, speed=backend_speed, instructions=instructions)
+        backend.validate(request)
+        pipeline = OutputPipeline(backend.info.sample_rate, out_rate, audio_format, speed=pipeline_speed)
+        parts = [await asyncio.to_thread(pipeline.push, chunk) async for chunk in backend.generate(request)]
         parts.append(await asyncio.to_thread(pipeline.finish))
     finally:
-        await engine.stop()
+        await backend.stop()
     return complete_file(b"".join(parts), audio_format, out_rate)
 
 
 def run_say(args: argparse.Namespace) -> int:
     from polyvox.audio.errors import UnsupportedFormat
-    from polyvox.engines.errors import EngineError, EngineInputError
+    from polyvox.backends.errors import BackendError, BackendInputError
 
     settings = settings_from_args(args)
     _setup_logging("warning" if settings.log_level == "info" else settings.log_level)
@@ -232,10 +232,10 @@ def run_say(args: argparse.Namespace) -> int:
                 settings, args.text, args.voice, args.format, args.speed, args.sample_rate, args.instructions
             )
         )
-    except (EngineInputError, UnsupportedFormat) as exc:
+    except (BackendInputError, UnsupportedFormat) as exc:
         print(f"polyvox say: {exc}", file=sys.stderr)
         return 2
-    except EngineError as exc:
+    except BackendError as exc:
         print(f"polyvox say: synthesis failed: {exc}", file=sys.stderr)
         return 1
     if args.output == "-":

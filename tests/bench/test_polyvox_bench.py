@@ -9,9 +9,9 @@ import json
 import pytest
 
 from helpers.metrics import scrape, value
+from polyvox.backends.fake import FakeBackend
 from polyvox.bench.loadgen import BenchConfig, Sample, summarize
 from polyvox.cli import main
-from polyvox.engines.fake import FakeEngine
 
 TEXT = "A short line for the load generator."  # 36 characters: 0.72 s of the fake engine's tone
 
@@ -27,7 +27,7 @@ def bench(url: str, capsys, *flags: str) -> dict:
     [((), "default", True), (("--stream",), "stream", True), (("--whole",), "whole", False)],
 )
 def test_each_mode_asks_for_what_it_says_and_reports_its_figures(serve, capsys, flags, mode, streamed):
-    url = serve(FakeEngine(chunk_delay_s=0.01))
+    url = serve(FakeBackend(chunk_delay_s=0.01))
     report = bench(url, capsys, *flags)
     assert (report["mode"], report["stream"], report["errors"]) == (mode, streamed, 0)
     assert report["audio_s_mean"] == pytest.approx(0.72, abs=0.01)

@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from helpers.audio import decode, pcm_samples
+from polyvox.backends.fake import FakeBackend
 from polyvox.bench.loadgen import DEFAULT_INPUT
 from polyvox.cli import build_parser, main, settings_from_args
-from polyvox.engines.fake import FakeEngine
 from polyvox.settings import Settings
 
 POLYVOX = [sys.executable, "-m", "polyvox.cli"]
@@ -122,7 +122,7 @@ def test_bench_json_against_the_embedded_server(embedded_url: str) -> None:
 
 
 def test_bench_stream_reports_viability(serve) -> None:
-    url = serve(FakeEngine(chunk_delay_s=0.005))
+    url = serve(FakeBackend(chunk_delay_s=0.005))
     args = ["--concurrency", "3", "--requests", "6", "--stream", "--format", "mp3", "--json"]
     result = run("bench", "--url", url, *args)
     assert result.returncode == 0, result.stderr.decode()
@@ -134,13 +134,13 @@ def test_bench_stream_reports_viability(serve) -> None:
 
 
 def test_bench_synthesises_every_request_instead_of_replaying_the_cache(serve, tmp_path) -> None:
-    engine = FakeEngine()
-    url = serve(engine, cache_enabled=True, cache_dir=str(tmp_path / "cache"))
+    backend = FakeBackend()
+    url = serve(backend, cache_enabled=True, cache_dir=str(tmp_path / "cache"))
     args = ["--concurrency", "1", "--requests", "3", "--json", "--input", "The same words every time."]
     assert run("bench", "--url", url, *args).returncode == 0
-    assert engine.started_requests == 3
+    assert backend.started_requests == 3
     assert run("bench", "--url", url, *args, "--cache").returncode == 0
-    assert engine.started_requests == 4  # one miss stores the answer, the other two are hits
+    assert backend.started_requests == 4  # one miss stores the answer, the other two are hits
 
 
 def test_bench_counts_errors(serve) -> None:

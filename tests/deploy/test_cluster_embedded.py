@@ -14,7 +14,7 @@ import redis
 from deploy.cluster import Cluster, cluster, eventually
 from helpers.metrics import scrape, value
 
-pytest.importorskip("polyvox.engines.embedded")
+pytest.importorskip("polyvox.backends.embedded")
 pytestmark = pytest.mark.timeout(600)
 
 

@@ -16,7 +16,7 @@ import pytest
 from deploy.cluster import cluster, eventually
 from helpers.metrics import scrape, value
 
-pytest.importorskip("polyvox.engines.embedded")
+pytest.importorskip("polyvox.backends.embedded")
 pytestmark = pytest.mark.timeout(600)
 
 CLIENTS = 24

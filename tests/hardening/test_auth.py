@@ -11,7 +11,7 @@ import pytest
 from fastapi.routing import APIRoute
 
 from helpers.server import running_server
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.server.auth import OPEN_PATHS, needs_admin
 from polyvox.settings import Settings
@@ -21,7 +21,7 @@ OPEN = ("/health", "/ready", "/metrics", "/openapi.json", "/docs")
 
 
 def guarded_app(**settings):
-    app = create_app(Settings(**settings), FakeEngine())
+    app = create_app(Settings(**settings), FakeBackend())
 
     @app.post("/admin/ping", include_in_schema=False)
     async def ping() -> dict[str, str]:  # an admin route of the test's own, so one always exists
@@ -141,4 +141,4 @@ def test_with_no_key_configured_everything_is_open(serve) -> None:
 
 def test_a_missing_key_file_fails_at_start(tmp_path) -> None:
     with pytest.raises(OSError):
-        create_app(Settings(api_keys_file=tmp_path / "absent"), FakeEngine())
+        create_app(Settings(api_keys_file=tmp_path / "absent"), FakeBackend())

@@ -10,7 +10,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from helpers.server import running_server
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -29,7 +29,7 @@ PROBES = (
 
 @pytest.fixture(scope="module")
 def url():
-    with running_server(create_app(Settings(api_keys=[KEY]), FakeEngine())) as base:
+    with running_server(create_app(Settings(api_keys=[KEY]), FakeBackend())) as base:
         yield base
 
 

@@ -16,15 +16,15 @@ import pytest
 
 from helpers.audio import decode, pcm_samples
 from helpers.metrics import scrape, value
+from polyvox.backends.base import SynthesisRequest
+from polyvox.backends.fake import FakeBackend
 from polyvox.cache import AudioCache
-from polyvox.engines.base import SynthesisRequest
-from polyvox.engines.fake import FakeEngine
 
 SPEECH = "/v1/audio/speech"
 TEXT = "a sentence of fifty characters, more or less, ok!!"  # 1.0 s of tone
 
 
-class CloningFakeEngine(FakeEngine):
+class CloningFakeBackend(FakeBackend):
     """The tone engine, willing to take a reference clip (it ignores it): ad-hoc cloning requests."""
 
     def validate(self, request: SynthesisRequest) -> None:
@@ -48,22 +48,22 @@ def speak(url: str, headers: dict | None = None, **fields) -> httpx.Response:
 def cached(serve, tmp_path):
     """`cached(engine=None, **settings)` -> (url, engine, cache dir) of a server with the cache on."""
 
-    def start(engine=None, **overrides):
-        engine = engine or FakeEngine()
+    def start(backend=None, **overrides):
+        backend = backend or FakeBackend()
         directory = tmp_path / "cache"
         overrides = {"cache_enabled": True, "cache_dir": directory, **overrides}
-        return serve(engine, **overrides), engine, directory
+        return serve(backend, **overrides), backend, directory
 
     return start
 
 
 def test_second_identical_request_is_a_hit_served_without_the_engine(cached) -> None:
-    url, engine, directory = cached()
+    url, backend, directory = cached()
     first = speak(url)
     assert (first.headers["X-Cache"], first.headers["X-Route"]) == ("MISS", "HOT")
     second = speak(url)
     assert (second.headers["X-Cache"], second.headers["X-Route"]) == ("HIT", "CACHE")
-    assert engine.started_requests == 1
+    assert backend.started_requests == 1
     assert second.content == first.content
     assert len(entries(directory)) == 1
     samples = scrape(url)
@@ -74,12 +74,12 @@ def test_second_identical_request_is_a_hit_served_without_the_engine(cached) -> 
 
 @pytest.mark.parametrize("fmt", ["mp3", "wav", "flac", "opus", "aac"])
 def test_a_hit_serves_any_format_like_a_fresh_synthesis(cached, fmt: str) -> None:
-    url, engine, _ = cached()
+    url, backend, _ = cached()
     speak(url, response_format="wav")  # fill the cache through another format
     hit = speak(url, response_format=fmt)
-    assert hit.headers["X-Cache"] == "HIT" and engine.started_requests == 1
+    assert hit.headers["X-Cache"] == "HIT" and backend.started_requests == 1
     fresh = speak(url, response_format=fmt, cache=False)
-    assert fresh.headers["X-Cache"] == "BYPASS" and engine.started_requests == 2
+    assert fresh.headers["X-Cache"] == "BYPASS" and backend.started_requests == 2
     hit_audio, hit_rate = decode(hit.content)
     fresh_audio, fresh_rate = decode(fresh.content)
     assert hit_rate == fresh_rate
@@ -88,15 +88,15 @@ def test_a_hit_serves_any_format_like_a_fresh_synthesis(cached, fmt: str) -> Non
 
 
 def test_server_side_speed_and_sample_rate_are_served_from_one_entry(cached) -> None:
-    url, engine, _ = cached()
+    url, backend, _ = cached()
     speak(url)
     fast = speak(url, speed=2.0, sample_rate=16000)
-    assert fast.headers["X-Cache"] == "HIT" and engine.started_requests == 1
+    assert fast.headers["X-Cache"] == "HIT" and backend.started_requests == 1
     assert pcm_samples(fast.content).size / 16000 == pytest.approx(0.5, rel=0.05)
 
 
 def test_streams_are_served_from_the_cache(cached) -> None:
-    url, engine, _ = cached()
+    url, backend, _ = cached()
     whole = speak(url, response_format="mp3")
     chunked = speak(url, response_format="mp3", stream_format="audio")
     assert chunked.headers["X-Cache"] == "HIT"
@@ -105,7 +105,7 @@ def test_streams_are_served_from_the_cache(cached) -> None:
     ) as response:
         assert response.headers["X-Cache"] == "HIT"
         events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
-    assert engine.started_requests == 1
+    assert backend.started_requests == 1
     assert events[-1]["type"] == "speech.audio.done"
     sse = b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
     assert sse == chunked.content
@@ -121,27 +121,27 @@ def test_streams_are_served_from_the_cache(cached) -> None:
     ],
 )
 def test_opting_out_bypasses_the_cache_both_ways(cached, headers, fields) -> None:
-    url, engine, directory = cached()
+    url, backend, directory = cached()
     speak(url)
     bypass = speak(url, headers=headers, **fields)
     assert (bypass.headers["X-Cache"], bypass.headers["X-Route"]) == ("BYPASS", "HOT")
-    assert engine.started_requests == 2
+    assert backend.started_requests == 2
     speak(url, headers=headers, input="something else to say", **fields)
     assert len(entries(directory)) == 1  # bypassed answers are not stored either
 
 
 @pytest.mark.parametrize("flag", ["0", "false", "no", "off"])
 def test_multipart_cache_field_opts_out(cached, flag: str) -> None:
-    url, engine, _ = cached()
+    url, backend, _ = cached()
     form = {"input": TEXT, "response_format": "pcm"}
     assert httpx.post(f"{url}{SPEECH}", files={**{k: (None, v) for k, v in form.items()}}).status_code == 200
     response = httpx.post(f"{url}{SPEECH}", files={k: (None, v) for k, v in {**form, "cache": flag}.items()})
     assert response.status_code == 200
-    assert response.headers["X-Cache"] == "BYPASS" and engine.started_requests == 2
+    assert response.headers["X-Cache"] == "BYPASS" and backend.started_requests == 2
 
 
 def test_one_off_cloning_is_adhoc_and_never_cached(cached) -> None:
-    url, engine, directory = cached(CloningFakeEngine())
+    url, backend, directory = cached(CloningFakeBackend())
     clip = io_wav(tone(2.0, 220.0))
     for _ in range(2):
         response = httpx.post(
@@ -151,7 +151,7 @@ def test_one_off_cloning_is_adhoc_and_never_cached(cached) -> None:
         )
         assert response.status_code == 200, response.text
         assert (response.headers["X-Cache"], response.headers["X-Route"]) == ("ADHOC", "ADHOC")
-    assert engine.started_requests == 2 and entries(directory) == []
+    assert backend.started_requests == 2 and entries(directory) == []
 
 
 def io_wav(samples: np.ndarray, rate: int = 16000) -> bytes:
@@ -168,12 +168,12 @@ def io_wav(samples: np.ndarray, rate: int = 16000) -> bytes:
 
 
 def test_cache_off_says_disabled(serve) -> None:
-    engine = FakeEngine()
-    url = serve(engine, cache_enabled=False)
+    backend = FakeBackend()
+    url = serve(backend, cache_enabled=False)
     for _ in range(2):
         response = speak(url)
         assert (response.headers["X-Cache"], response.headers["X-Route"]) == ("DISABLED", "HOT")
-    assert engine.started_requests == 2
+    assert backend.started_requests == 2
 
 
 @pytest.mark.parametrize(
@@ -188,32 +188,32 @@ def test_cache_off_says_disabled(serve) -> None:
     ],
 )
 def test_any_change_that_shapes_the_audio_is_a_miss(cached, change) -> None:
-    url, engine, _ = cached()
+    url, backend, _ = cached()
     speak(url)
     assert speak(url, **change).headers["X-Cache"] == "MISS"
     assert speak(url, **change).headers["X-Cache"] == "HIT"
-    assert engine.started_requests == 2
+    assert backend.started_requests == 2
 
 
 def test_native_speed_is_part_of_the_key(cached) -> None:
-    url, engine, _ = cached(FakeEngine(native_speed=True))
+    url, backend, _ = cached(FakeBackend(native_speed=True))
     speak(url)
     assert speak(url, speed=2.0).headers["X-Cache"] == "MISS"
-    assert engine.last_request.speed == 2.0
+    assert backend.last_request.speed == 2.0
 
 
 def test_whitespace_differences_share_an_entry(cached) -> None:
-    url, engine, _ = cached()
+    url, backend, _ = cached()
     speak(url)
     assert speak(url, input="  " + TEXT.replace(" ", "  \t") + "\r\n").headers["X-Cache"] == "HIT"
 
 
 def test_a_new_model_revision_is_never_served_stale(cached) -> None:
-    url, engine, _ = cached()
-    engine.info.extra["revision"] = "r1"
+    url, backend, _ = cached()
+    backend.info.extra["revision"] = "r1"
     speak(url)
     assert speak(url).headers["X-Cache"] == "HIT"
-    engine.info.extra["revision"] = "r2"  # e.g. another checkpoint behind the same model id
+    backend.info.extra["revision"] = "r2"  # e.g. another checkpoint behind the same model id
     assert speak(url).headers["X-Cache"] == "MISS"
 
 
@@ -223,9 +223,9 @@ def tone(seconds: float, freq: float, rate: int = 16000) -> np.ndarray:
 
 
 def test_re_registering_a_voice_is_never_served_stale(cached, tmp_path) -> None:
-    engine = CloningFakeEngine()
-    engine.info.can_clone = True
-    url, engine, _ = cached(engine, voices_dir=tmp_path / "voices")
+    backend = CloningFakeBackend()
+    backend.info.can_clone = True
+    url, backend, _ = cached(backend, voices_dir=tmp_path / "voices")
 
     def register(freq: float) -> None:
         response = httpx.post(
@@ -240,23 +240,23 @@ def test_re_registering_a_voice_is_never_served_stale(cached, tmp_path) -> None:
     assert speak(url, voice="bob").headers["X-Cache"] == "HIT"
     register(330.0)  # the same name, another recording
     assert speak(url, voice="bob").headers["X-Cache"] == "MISS"
-    assert engine.started_requests == 2
+    assert backend.started_requests == 2
 
 
 def test_entries_expire_after_the_ttl(cached) -> None:
     import time
 
-    url, engine, _ = cached(cache_ttl_minutes=0.02)  # 1.2 s
+    url, backend, _ = cached(cache_ttl_minutes=0.02)  # 1.2 s
     speak(url)
     assert speak(url).headers["X-Cache"] == "HIT"
     time.sleep(1.5)
     assert speak(url).headers["X-Cache"] == "MISS"
-    assert engine.started_requests == 2
+    assert backend.started_requests == 2
 
 
 def test_size_cap_evicts_least_recently_used(cached) -> None:
     one_entry = 24000 * 4 + 64  # 1 s of float32 at 24 kHz plus the header
-    url, engine, directory = cached(cache_max_bytes=2 * one_entry + 100)
+    url, backend, directory = cached(cache_max_bytes=2 * one_entry + 100)
     texts = [TEXT, TEXT.upper(), TEXT[::-1]]
     speak(url, input=texts[0])
     speak(url, input=texts[1])
@@ -270,10 +270,10 @@ def test_size_cap_evicts_least_recently_used(cached) -> None:
 
 
 def test_cache_survives_a_restart(serve, tmp_path) -> None:
-    first = FakeEngine()
+    first = FakeBackend()
     url = serve(first, cache_enabled=True, cache_dir=tmp_path)
     original = speak(url)
-    second = FakeEngine()
+    second = FakeBackend()
     url = serve(second, cache_enabled=True, cache_dir=tmp_path)
     again = speak(url)
     assert again.headers["X-Cache"] == "HIT" and second.started_requests == 0
@@ -281,17 +281,17 @@ def test_cache_survives_a_restart(serve, tmp_path) -> None:
 
 
 def test_a_damaged_entry_is_a_miss_not_an_error(cached) -> None:
-    url, engine, directory = cached()
+    url, backend, directory = cached()
     speak(url)
     (entry,) = entries(directory)
     entry.write_bytes(entry.read_bytes()[:100])
     response = speak(url)
-    assert response.headers["X-Cache"] == "MISS" and engine.started_requests == 2
+    assert response.headers["X-Cache"] == "MISS" and backend.started_requests == 2
     assert pcm_samples(response.content).size == 24000
 
 
 def test_concurrent_identical_requests_leave_one_valid_entry(cached) -> None:
-    url, engine, directory = cached(FakeEngine(chunk_delay_s=0.01))
+    url, backend, directory = cached(FakeBackend(chunk_delay_s=0.01))
     with ThreadPoolExecutor(8) as pool:
         bodies = list(pool.map(lambda _: speak(url).content, range(8)))
     assert all(body == bodies[0] for body in bodies)
@@ -321,17 +321,17 @@ def test_concurrent_writers_of_one_key(tmp_path) -> None:
 def test_an_unusable_cache_directory_means_no_cache_not_errors(serve, tmp_path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    engine = FakeEngine()
-    url = serve(engine, cache_enabled=True, cache_dir=blocker / "cache")
+    backend = FakeBackend()
+    url = serve(backend, cache_enabled=True, cache_dir=blocker / "cache")
     for _ in range(2):
         assert speak(url).headers["X-Cache"] == "DISABLED"
-    assert engine.started_requests == 2
+    assert backend.started_requests == 2
 
 
 def test_a_cache_directory_that_disappears_degrades_to_misses(cached) -> None:
     import shutil
 
-    url, engine, directory = cached()
+    url, backend, directory = cached()
     speak(url)
     shutil.rmtree(directory)
     directory.write_text("now a file")  # writes and reads both fail from here on
@@ -339,15 +339,15 @@ def test_a_cache_directory_that_disappears_degrades_to_misses(cached) -> None:
         response = speak(url, input=text)
         assert response.headers["X-Cache"] == "MISS"
         assert pcm_samples(response.content).size == 24000
-    assert engine.started_requests == 4
+    assert backend.started_requests == 4
 
 
 def test_the_seed_systems_cache_variables_configure_the_cache(serve, tmp_path, monkeypatch) -> None:
     directory = tmp_path / "seed-cache"
     monkeypatch.setenv("AUDIO_CACHE_DIR", str(directory))
     monkeypatch.setenv("CACHE_TTL_MINUTES", "0.02")  # 1.2 s
-    engine = FakeEngine()
-    url = serve(engine, cache_enabled=True)
+    backend = FakeBackend()
+    url = serve(backend, cache_enabled=True)
     speak(url)
     assert len(entries(directory)) == 1
     assert speak(url).headers["X-Cache"] == "HIT"
@@ -355,4 +355,4 @@ def test_the_seed_systems_cache_variables_configure_the_cache(serve, tmp_path, m
 
     time.sleep(1.5)
     assert speak(url).headers["X-Cache"] == "MISS"
-    assert engine.started_requests == 2
+    assert backend.started_requests == 2

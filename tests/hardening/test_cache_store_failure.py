@@ -27,9 +27,9 @@ def _speak(url: str, text: str) -> httpx.Response:
 def test_a_store_that_fails_answers_miss_store_failed(
     serve, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    embedded = pytest.importorskip("polyvox.engines.embedded")
+    embedded = pytest.importorskip("polyvox.backends.embedded")
     cache = tmp_path / "cache"
-    url = serve(embedded.EmbeddedEngine(), cache_enabled=True, cache_dir=cache)
+    url = serve(embedded.EmbeddedBackend(), cache_enabled=True, cache_dir=cache)
     assert _speak(url, "Stored first.").headers["X-Cache"] == "MISS"
     assert _speak(url, "Stored first.").headers["X-Cache"] == "HIT"
 

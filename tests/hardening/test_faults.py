@@ -16,7 +16,7 @@ import pytest
 from helpers.audio import pcm_samples
 from helpers.metrics import scrape, value
 from helpers.server import running_server
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -32,11 +32,11 @@ def wait_until(condition, what: str, timeout_s: float = 20.0) -> None:
         time.sleep(0.02)
 
 
-def assert_recovered(url: str, engine: FakeEngine | None = None) -> None:
+def assert_recovered(url: str, backend: FakeBackend | None = None) -> None:
     """Nothing left running, and the server still answers a normal request in full."""
     wait_until(lambda: value(scrape(url), "polyvox_requests_in_flight") == 0, "admission slots freed")
-    if engine is not None:
-        wait_until(lambda: engine.active == 0, "engine generations closed")
+    if backend is not None:
+        wait_until(lambda: backend.active == 0, "engine generations closed")
     assert httpx.get(f"{url}/ready").status_code == 200
     response = httpx.post(f"{url}{SPEECH}", json={"input": TEXT, "response_format": "pcm"})
     assert response.status_code == 200
@@ -44,8 +44,8 @@ def assert_recovered(url: str, engine: FakeEngine | None = None) -> None:
 
 
 def test_engine_failing_mid_batch_fails_only_those_requests(serve) -> None:
-    engine = FakeEngine(chunk_delay_s=0.01)
-    url = serve(engine, max_concurrent_requests=8)
+    backend = FakeBackend(chunk_delay_s=0.01)
+    url = serve(backend, max_concurrent_requests=8)
 
     async def one(client: httpx.AsyncClient, i: int) -> tuple[int, str, bytes | list]:
         fail = i % 3 == 0
@@ -88,7 +88,7 @@ def test_engine_failing_mid_batch_fails_only_those_requests(serve) -> None:
                 assert events[-1]["type"] == "speech.audio.done"
             else:
                 assert pcm_samples(data).size == 24000
-    assert_recovered(url, engine)
+    assert_recovered(url, backend)
 
 
 def _reset_mid_stream(url: str, body: dict) -> bytes:
@@ -109,19 +109,19 @@ def _reset_mid_stream(url: str, body: dict) -> bytes:
 
 @pytest.mark.parametrize("stream_format", ["audio", "sse"])
 def test_clients_resetting_mid_stream_free_their_requests(serve, stream_format: str) -> None:
-    engine = FakeEngine(chunk_delay_s=0.05)
-    url = serve(engine, max_concurrent_requests=4)
+    backend = FakeBackend(chunk_delay_s=0.05)
+    url = serve(backend, max_concurrent_requests=4)
     body = {"input": "x" * 500, "response_format": "mp3", "stream_format": stream_format}  # 10 s of tone
     for _ in range(6):
         assert _reset_mid_stream(url, body).startswith(b"HTTP/1.1 200")
-    wait_until(lambda: engine.cancelled_requests == 6, "every reset request cancelled in the engine")
-    assert engine.started_requests == 6
-    assert_recovered(url, engine)
+    wait_until(lambda: backend.cancelled_requests == 6, "every reset request cancelled in the engine")
+    assert backend.started_requests == 6
+    assert_recovered(url, backend)
 
 
 def test_reset_while_queued_leaves_the_queue(serve) -> None:
-    engine = FakeEngine(chunk_delay_s=0.05)
-    url = serve(engine, max_concurrent_requests=1, max_queue=8)
+    backend = FakeBackend(chunk_delay_s=0.05)
+    url = serve(backend, max_concurrent_requests=1, max_queue=8)
     with httpx.stream(
         "POST", f"{url}{SPEECH}", json={"input": "x" * 300, "stream_format": "audio"}
     ) as running:
@@ -140,8 +140,8 @@ def test_reset_while_queued_leaves_the_queue(serve) -> None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             sock.close()
             wait_until(lambda: value(scrape(url), "polyvox_queue_depth") == 0, "the queue place is freed")
-    assert engine.started_requests == 1
-    assert_recovered(url, engine)
+    assert backend.started_requests == 1
+    assert_recovered(url, backend)
 
 
 def _chunked(data: bytes, piece: int = 4096):
@@ -185,16 +185,16 @@ def test_upload_past_its_own_limit_is_413(serve) -> None:
 
 
 def test_input_past_the_character_limit_is_refused_before_the_engine(serve) -> None:
-    engine = FakeEngine()
-    url = serve(engine, max_input_chars=100)
+    backend = FakeBackend()
+    url = serve(backend, max_input_chars=100)
     response = httpx.post(f"{url}{SPEECH}", json={"input": "a" * 101})
     assert response.status_code == 400 and response.json()["error"]["param"] == "input"
-    assert engine.started_requests == 0
+    assert backend.started_requests == 0
 
 
 def test_full_queue_answers_429_with_retry_after(serve) -> None:
-    engine = FakeEngine(chunk_delay_s=0.05)
-    url = serve(engine, max_concurrent_requests=1, max_queue=0)
+    backend = FakeBackend(chunk_delay_s=0.05)
+    url = serve(backend, max_concurrent_requests=1, max_queue=0)
     with httpx.stream(
         "POST", f"{url}{SPEECH}", json={"input": "x" * 300, "stream_format": "audio"}
     ) as running:
@@ -202,27 +202,27 @@ def test_full_queue_answers_429_with_retry_after(serve) -> None:
         next(pieces)
         refused = httpx.post(f"{url}{SPEECH}", json={"input": TEXT})
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
-    assert_recovered(url, engine)
+    assert_recovered(url, backend)
 
 
 def test_deadline_while_streaming_sse_ends_with_an_error_event(serve) -> None:
-    engine = FakeEngine(chunk_delay_s=0.05)
-    url = serve(engine, request_timeout_s=1.5)
+    backend = FakeBackend(chunk_delay_s=0.05)
+    url = serve(backend, request_timeout_s=1.5)
     response = httpx.post(f"{url}{SPEECH}", json={"input": "x" * 500, "stream_format": "sse"})
     events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
     assert events[0]["type"] == "speech.audio.delta"
     assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "timeout"
-    assert_recovered(url, engine)
+    assert_recovered(url, backend)
 
 
 def test_voxcpm2_step_failure_fails_its_requests_and_the_engine_keeps_serving() -> None:
-    from polyvox.engines.voxcpm2 import VoxCPM2Engine
-    from polyvox.models.voxcpm2.bundle import VoxCPM2
+    from polyvox.backends.voxcpm2 import VoxCPM2Backend
+    from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
-    engine = VoxCPM2Engine(VoxCPM2.random("tiny", device="cpu", dtype="float32"), max_patches=6)
-    app = create_app(Settings(max_concurrent_requests=8), engine)
+    backend = VoxCPM2Backend(VoxCPM2.random("tiny", device="cpu", dtype="float32"), max_patches=6)
+    app = create_app(Settings(max_concurrent_requests=8), backend)
     with running_server(app) as url:
-        runner = engine._engine.engine.runner
+        runner = backend._step_loop.core.runner
         real_run = runner.run
         faults = {"left": 1}
 
@@ -244,7 +244,7 @@ def test_voxcpm2_step_failure_fails_its_requests_and_the_engine_keeps_serving() 
                 for i in range(3)
             ]
         assert all(r.status_code == 200 and len(r.content) > 44 for r in after)
-        assert engine.stats().kv_blocks_used == 0
+        assert backend.stats().kv_blocks_used == 0
         assert value(scrape(url), "polyvox_requests_in_flight") == 0
 
 
@@ -262,13 +262,13 @@ def test_control_characters_in_input_are_spoken_as_spaces(embedded_url) -> None:
 
 
 def test_waiting_in_the_queue_past_the_deadline_is_504() -> None:
-    engine = FakeEngine()
-    app = create_app(Settings(max_concurrent_requests=1, max_queue=4, request_timeout_s=1.0), engine)
+    backend = FakeBackend()
+    app = create_app(Settings(max_concurrent_requests=1, max_queue=4, request_timeout_s=1.0), backend)
     admission = app.state.service.admission
     with running_server(app) as url:
         admission.running = 1  # the one slot is held, as by a stream whose client stopped reading
         queued = httpx.post(f"{url}{SPEECH}", json={"input": "queued"}, timeout=30)
         assert queued.status_code == 504 and queued.json()["error"]["code"] == "timeout"
-        assert engine.started_requests == 0 and admission.waiting == 0
+        assert backend.started_requests == 0 and admission.waiting == 0
         admission.release()
-        assert_recovered(url, engine)
+        assert_recovered(url, backend)

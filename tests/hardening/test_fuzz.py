@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
 from helpers.server import running_server
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -35,13 +35,13 @@ def _settings(tmp_path_factory, **overrides) -> Settings:
 @pytest.fixture(scope="module")
 def fake_schema(tmp_path_factory):
     # 2 ms of tone per character keeps even 4,096-character inputs quick to encode.
-    yield from _schema(create_app(_settings(tmp_path_factory), FakeEngine(seconds_per_char=0.002)))
+    yield from _schema(create_app(_settings(tmp_path_factory), FakeBackend(seconds_per_char=0.002)))
 
 
 @pytest.fixture(scope="module")
 def embedded_schema(tmp_path_factory):
-    embedded = pytest.importorskip("polyvox.engines.embedded")
-    app = create_app(_settings(tmp_path_factory, max_input_chars=200), embedded.EmbeddedEngine())
+    embedded = pytest.importorskip("polyvox.backends.embedded")
+    app = create_app(_settings(tmp_path_factory, max_input_chars=200), embedded.EmbeddedBackend())
     yield from _schema(app)
 
 

@@ -8,7 +8,7 @@ import logging
 
 import httpx
 
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 
 SPEECH = "/v1/audio/speech"
 SECRET = "my bank PIN is 4921 and my password is hunter2"
@@ -28,7 +28,7 @@ def _exercise(url: str) -> None:
 
 def test_request_text_is_not_logged_by_default(serve, tmp_path, caplog) -> None:
     caplog.set_level(logging.DEBUG)
-    url = serve(FakeEngine(), cache_enabled=True, cache_dir=tmp_path)
+    url = serve(FakeBackend(), cache_enabled=True, cache_dir=tmp_path)
     _exercise(url)
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert "speech " in logged  # requests are logged...
@@ -39,6 +39,6 @@ def test_request_text_is_not_logged_by_default(serve, tmp_path, caplog) -> None:
 
 def test_logging_request_text_is_an_explicit_opt_in(serve, caplog) -> None:
     caplog.set_level(logging.INFO)
-    url = serve(FakeEngine(), log_request_text=True)
+    url = serve(FakeBackend(), log_request_text=True)
     httpx.post(f"{url}{SPEECH}", json={"input": SECRET})
     assert SECRET in "\n".join(record.getMessage() for record in caplog.records)

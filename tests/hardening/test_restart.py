@@ -9,7 +9,7 @@ import httpx
 
 from helpers.metrics import scrape, value
 from helpers.server import running_server
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -24,7 +24,7 @@ def wait_until(condition, what: str, timeout_s: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-class DyingEngine(FakeEngine):
+class DyingBackend(FakeBackend):
     """The tone engine; `die()` makes it stop serving as a crashed runtime would. Counts its starts."""
 
     def __init__(self, failed_restarts: int = 0):
@@ -44,46 +44,46 @@ class DyingEngine(FakeEngine):
 
 
 def test_an_engine_that_stops_serving_is_restarted(serve) -> None:
-    engine = DyingEngine(failed_restarts=1)
-    url = serve(engine)
+    backend = DyingBackend(failed_restarts=1)
+    url = serve(backend)
     assert httpx.post(f"{url}{SPEECH}", json={"input": "before"}).status_code == 200
-    engine.die()
+    backend.die()
     refused = httpx.post(f"{url}{SPEECH}", json={"input": "while it is down"})
     assert refused.status_code == 503 and "Retry-After" in refused.headers
     wait_until(lambda: httpx.get(f"{url}/ready").status_code == 200, "the engine is ready again")
-    assert engine.starts == 3  # the first start, a failed restart, then one that worked
+    assert backend.starts == 3  # the first start, a failed restart, then one that worked
     assert value(scrape(url), "polyvox_engine_restarts_total") == 1
     response = httpx.post(f"{url}{SPEECH}", json={"input": "after the restart", "response_format": "wav"})
     assert response.status_code == 200 and len(response.content) > 44
 
 
 def test_an_engine_that_never_started_is_not_restarted(serve) -> None:
-    class Broken(DyingEngine):
+    class Broken(DyingBackend):
         async def start(self) -> None:
             self.starts += 1
             raise RuntimeError("no weights here")
 
-    engine = Broken()
-    url = serve(engine, wait_ready=False)
+    backend = Broken()
+    url = serve(backend, wait_ready=False)
     time.sleep(1.5)  # three supervisor rounds
-    assert engine.starts == 1
+    assert backend.starts == 1
     assert httpx.get(f"{url}/ready").json()["error"]["code"] == "engine_failed"
 
 
 def test_voxcpm2_step_loop_that_gives_up_is_restarted_and_serves_again() -> None:
-    from polyvox.engine.async_engine import MAX_CONSECUTIVE_FAILURES
-    from polyvox.engines.voxcpm2 import VoxCPM2Engine
-    from polyvox.models.voxcpm2.bundle import VoxCPM2
+    from polyvox.backends.voxcpm2 import VoxCPM2Backend
+    from polyvox.batching.async_core import MAX_CONSECUTIVE_FAILURES
+    from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
-    engine = VoxCPM2Engine(VoxCPM2.random("tiny", device="cpu", dtype="float32"), max_patches=6)
-    app = create_app(Settings(max_concurrent_requests=8), engine)
+    backend = VoxCPM2Backend(VoxCPM2.random("tiny", device="cpu", dtype="float32"), max_patches=6)
+    app = create_app(Settings(max_concurrent_requests=8), backend)
     with running_server(app) as url, httpx.Client(timeout=60) as client:
-        broken = engine._engine
+        broken = backend._backend
 
         def always_fails(chunks):
             raise RuntimeError("injected device fault")
 
-        broken.engine.runner.run = always_fails
+        broken.backend.runner.run = always_fails
         for _ in range(MAX_CONSECUTIVE_FAILURES):
             failed = client.post(f"{url}{SPEECH}", json={"input": "Hello there.", "response_format": "pcm"})
             if failed.status_code == 503:
@@ -91,7 +91,7 @@ def test_voxcpm2_step_loop_that_gives_up_is_restarted_and_serves_again() -> None
             assert failed.status_code == 500 and failed.json()["error"]["type"] == "server_error"
         wait_until(lambda: not broken.running, "the step loop gave up")
         wait_until(lambda: client.get(f"{url}/ready").status_code == 200, "the engine is ready again")
-        assert engine._engine is not broken
+        assert backend._backend is not broken
         after = [
             client.post(f"{url}{SPEECH}", json={"input": f"Take {i}.", "response_format": "wav"})
             for i in range(2)

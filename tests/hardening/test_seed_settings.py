@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from helpers.serve_process import polyvox_serve
+from polyvox.backends.fake import FakeBackend
+from polyvox.backends.voxcpm2 import VoxCPM2Backend
 from polyvox.cache import default_cache_dir, open_cache
-from polyvox.engines.fake import FakeEngine
-from polyvox.engines.voxcpm2 import VoxCPM2Engine
 from polyvox.settings import Settings
 
 SEED_NAMES = (
@@ -76,7 +76,7 @@ def test_polyvox_cache_ttl_minutes_0_keeps_its_meaning_entries_never_expire(
     settings = Settings(cache_dir=tmp_path)
     assert settings.cache_enabled and settings.cache_ttl_minutes == 0
     assert open_cache(settings.cache_dir, settings.cache_max_bytes, settings.cache_ttl_minutes).ttl_s is None
-    url = serve(FakeEngine(), cache_dir=str(tmp_path))
+    url = serve(FakeBackend(), cache_dir=str(tmp_path))
     assert [speak(url).headers["X-Cache"] for _ in range(2)] == ["MISS", "HIT"]
 
 
@@ -97,7 +97,7 @@ def test_polyvox_own_ttl_given_anywhere_wins_over_the_seed_name(monkeypatch, tmp
 
 def test_audio_cache_dir_is_where_the_cache_lives(serve, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("AUDIO_CACHE_DIR", str(tmp_path / "seed-cache"))
-    url = serve(FakeEngine())
+    url = serve(FakeBackend())
     speak(url)
     assert len(list((tmp_path / "seed-cache").glob("*.pcm"))) == 1
 
@@ -117,10 +117,10 @@ def test_an_empty_audio_cache_dir_means_the_default_directory_not_the_current_on
 @pytest.mark.parametrize(
     ("name", "value", "where"),
     [
-        ("VLLM_GPU_MEM_UTIL", "0.45", lambda engine: engine.config.gpu_memory_utilization),
-        ("VLLM_MAX_NUM_SEQS", "32", lambda engine: engine.config.max_num_seqs),
-        ("VLLM_MAX_NUM_BATCHED_TOKENS", "16384", lambda engine: engine.config.max_num_batched_tokens),
-        ("VOXCPM_INFERENCE_TIMESTEPS", "12", lambda engine: engine.inference_timesteps),
+        ("VLLM_GPU_MEM_UTIL", "0.45", lambda backend: backend.config.gpu_memory_utilization),
+        ("VLLM_MAX_NUM_SEQS", "32", lambda backend: backend.config.max_num_seqs),
+        ("VLLM_MAX_NUM_BATCHED_TOKENS", "16384", lambda backend: backend.config.max_num_batched_tokens),
+        ("VOXCPM_INFERENCE_TIMESTEPS", "12", lambda backend: backend.inference_timesteps),
     ],
 )
 def test_each_engine_name_reaches_the_batching_engine_as_it_did_the_seeds(
@@ -128,8 +128,8 @@ def test_each_engine_name_reaches_the_batching_engine_as_it_did_the_seeds(
 ) -> None:
     """The seed's own defaults (0.45, 32, 16384) are valid values here too."""
     monkeypatch.setenv(name, value)
-    engine = VoxCPM2Engine.from_settings(Settings(random_weights="tiny", device="cpu", num_kv_blocks=16))
-    assert where(engine) == type(where(engine))(value)
+    backend = VoxCPM2Backend.from_settings(Settings(random_weights="tiny", device="cpu", num_kv_blocks=16))
+    assert where(backend) == type(where(backend))(value)
 
 
 def test_out_of_range_engine_values_are_refused_at_start(monkeypatch) -> None:

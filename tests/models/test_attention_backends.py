@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from polyvox.engine.config import EngineConfig
+from polyvox.batching.config import BatchingConfig
 from polyvox.models.voxcpm2.attention import (
     AttentionMetadata,
     _flash_attention,
@@ -92,6 +92,6 @@ def test_auto_falls_back_to_sdpa_without_flash_attn_and_flash_insists(monkeypatc
 
 def test_an_unknown_backend_is_refused():
     with pytest.raises(ValueError, match="attention_backend"):
-        EngineConfig(attention_backend="xformers")
+        BatchingConfig(attention_backend="xformers")
     with pytest.raises(ValueError, match="attention backend"):
         use_backend("xformers")

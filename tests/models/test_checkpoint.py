@@ -14,8 +14,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from polyvox.models.voxcpm2.bundle import VoxCPM2
 from polyvox.models.voxcpm2.checkpoint import CheckpointError
+from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint
 
 TEXT = "Hello world."
@@ -133,7 +133,7 @@ def test_a_hugging_face_repo_id_resolves_from_the_cache_and_fails_clearly_when_o
     (repo / "refs" / "main").write_text(commit)
     script = textwrap.dedent(
         """
-        from polyvox.models.voxcpm2.bundle import VoxCPM2
+        from polyvox.models.voxcpm2.loaded_model import VoxCPM2
         from polyvox.models.voxcpm2.checkpoint import CheckpointError
         model = VoxCPM2.load("polyvox-test/tiny", device="cpu")
         print("loaded", model.sample_rate)

@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 from helpers.official import import_voxcpm
-from polyvox.models.voxcpm2.bundle import VoxCPM2
+from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint
 
 TEXT = "Hello world, this is a test."

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from helpers.metrics import ascrape, scrape, value
-from polyvox.engines.fake import FakeEngine
-from polyvox.server.admission import Admission, Overloaded
+from polyvox.backends.fake import FakeBackend
+from polyvox.server.speech.admission import Admission, Overloaded
 
 SPEECH = "/v1/audio/speech"
 LONG = {"input": "a" * 2000, "response_format": "pcm"}  # 40 s of tone
@@ -41,7 +41,7 @@ def gauges(samples: dict) -> tuple[float, float]:
 
 def test_requests_past_running_and_queue_get_429_with_retry_after(serve) -> None:
     gate = threading.Event()
-    url = serve(FakeEngine(generate_gate=gate), max_concurrent_requests=1, max_queue=1)
+    url = serve(FakeBackend(generate_gate=gate), max_concurrent_requests=1, max_queue=1)
 
     async def scenario() -> None:
         async with httpx.AsyncClient(base_url=url, timeout=60) as client:
@@ -69,8 +69,8 @@ def test_requests_past_running_and_queue_get_429_with_retry_after(serve) -> None
 
 
 def test_closing_a_stream_cancels_synthesis_and_frees_the_slot(serve) -> None:
-    engine = FakeEngine(chunk_delay_s=0.02)
-    url = serve(engine, max_concurrent_requests=1, max_queue=0)
+    backend = FakeBackend(chunk_delay_s=0.02)
+    url = serve(backend, max_concurrent_requests=1, max_queue=0)
     with httpx.stream(
         "POST", f"{url}{SPEECH}", json={**LONG, "stream_format": "audio"}, timeout=60
     ) as response:
@@ -78,40 +78,40 @@ def test_closing_a_stream_cancels_synthesis_and_frees_the_slot(serve) -> None:
         chunks = response.iter_raw()
         assert next(chunks)
         assert gauges(scrape(url))[0] == 1
-        assert engine.active == 1
+        assert backend.active == 1
     wait_until_sync(
-        lambda: gauges(scrape(url)) == (0, 0) and engine.active == 0, "slot freed after disconnect"
+        lambda: gauges(scrape(url)) == (0, 0) and backend.active == 0, "slot freed after disconnect"
     )
-    assert engine.cancelled_requests == 1
+    assert backend.cancelled_requests == 1
     # the only slot is free again: with no queue, a busy server would answer 429
     assert httpx.post(f"{url}{SPEECH}", json={"input": "next one"}).status_code == 200
 
 
 def test_closing_an_sse_stream_cancels_synthesis(serve) -> None:
-    engine = FakeEngine(chunk_delay_s=0.02)
-    url = serve(engine, max_concurrent_requests=1, max_queue=0)
+    backend = FakeBackend(chunk_delay_s=0.02)
+    url = serve(backend, max_concurrent_requests=1, max_queue=0)
     with httpx.stream(
         "POST", f"{url}{SPEECH}", json={**LONG, "stream_format": "sse"}, timeout=60
     ) as response:
         lines = response.iter_lines()
         assert next(lines).startswith("data: ")
-        assert engine.active == 1
+        assert backend.active == 1
     wait_until_sync(
-        lambda: gauges(scrape(url)) == (0, 0) and engine.active == 0, "slot freed after disconnect"
+        lambda: gauges(scrape(url)) == (0, 0) and backend.active == 0, "slot freed after disconnect"
     )
-    assert engine.cancelled_requests == 1
+    assert backend.cancelled_requests == 1
 
 
 def test_disconnecting_from_a_non_streamed_request_cancels_it(serve) -> None:
-    engine = FakeEngine(chunk_delay_s=0.02)
-    url = serve(engine, max_concurrent_requests=1, max_queue=0)
+    backend = FakeBackend(chunk_delay_s=0.02)
+    url = serve(backend, max_concurrent_requests=1, max_queue=0)
 
     async def scenario() -> None:
         async with httpx.AsyncClient(base_url=url, timeout=60) as client:
             pending = asyncio.create_task(client.post(SPEECH, json=LONG))
 
             async def synthesising() -> bool:
-                return engine.active == 1 and gauges(await ascrape(client, url))[0] == 1
+                return backend.active == 1 and gauges(await ascrape(client, url))[0] == 1
 
             await wait_until(synthesising, "the request is being synthesised")
             pending.cancel()
@@ -119,25 +119,25 @@ def test_disconnecting_from_a_non_streamed_request_cancels_it(serve) -> None:
                 await pending
 
             async def freed() -> bool:
-                return engine.active == 0 and gauges(await ascrape(client, url)) == (0, 0)
+                return backend.active == 0 and gauges(await ascrape(client, url)) == (0, 0)
 
             await wait_until(freed, "slot freed after disconnect")
 
     asyncio.run(scenario())
-    assert engine.cancelled_requests == 1
+    assert backend.cancelled_requests == 1
 
 
 def test_disconnecting_while_queued_leaves_the_queue(serve) -> None:
     gate = threading.Event()
-    engine = FakeEngine(generate_gate=gate)
-    url = serve(engine, max_concurrent_requests=1, max_queue=1)
+    backend = FakeBackend(generate_gate=gate)
+    url = serve(backend, max_concurrent_requests=1, max_queue=1)
 
     async def scenario() -> None:
         async with httpx.AsyncClient(base_url=url, timeout=60) as client:
             running = asyncio.create_task(client.post(SPEECH, json={"input": "first"}))
 
             async def started() -> bool:
-                return gauges(await ascrape(client, url)) == (1, 0) and engine.started_requests == 1
+                return gauges(await ascrape(client, url)) == (1, 0) and backend.started_requests == 1
 
             await wait_until(started, "the first request running")  # so "second" is the one queued
             queued = asyncio.create_task(client.post(SPEECH, json={"input": "second"}))
@@ -156,7 +156,7 @@ def test_disconnecting_while_queued_leaves_the_queue(serve) -> None:
             assert (await running).status_code == 200
 
     asyncio.run(scenario())
-    assert engine.started_requests == 1
+    assert backend.started_requests == 1
 
 
 # --- the Admission object itself -------------------------------------------------------------------

@@ -7,7 +7,7 @@ import openai
 import pytest
 
 from helpers.metrics import scrape, value
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 
 SPEECH = "/v1/audio/speech"
 
@@ -29,12 +29,12 @@ def test_api_key_guards_v1_routes_but_not_health(serve) -> None:
 
 
 def test_request_past_its_deadline_is_504_and_frees_the_engine(serve) -> None:
-    engine = FakeEngine(chunk_delay_s=0.05)
-    url = serve(engine, request_timeout_s=0.3, max_concurrent_requests=1, max_queue=0)
+    backend = FakeBackend(chunk_delay_s=0.05)
+    url = serve(backend, request_timeout_s=0.3, max_concurrent_requests=1, max_queue=0)
     whole = {"input": "a" * 500, "response_format": "pcm", "stream": False}  # no byte before the deadline
     response = httpx.post(f"{url}{SPEECH}", json=whole)
     assert response.status_code == 504
     assert response.json()["error"]["code"] == "timeout"
-    assert engine.active == 0 and engine.cancelled_requests == 1
+    assert backend.active == 0 and backend.cancelled_requests == 1
     assert value(scrape(url), "polyvox_requests_in_flight") == 0
     assert httpx.post(f"{url}{SPEECH}", json={"input": "quick"}).status_code == 200

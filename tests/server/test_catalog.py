@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import openai
 
-from polyvox.engines.base import OPENAI_VOICES
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.base import OPENAI_VOICES
+from polyvox.backends.fake import FakeBackend
 
 
 def test_models_list_through_the_openai_client(serve) -> None:
@@ -20,7 +20,7 @@ def test_models_list_through_the_openai_client(serve) -> None:
 
 
 def test_open_webui_voice_list(serve) -> None:
-    url = serve(FakeEngine(voices=("alloy", "narrator")))
+    url = serve(FakeBackend(voices=("alloy", "narrator")))
     body = httpx.get(f"{url}/v1/audio/voices").json()
     ids = [voice["id"] for voice in body["voices"]]
     assert set(OPENAI_VOICES) <= set(ids)
@@ -38,6 +38,6 @@ def test_seed_voice_list_shape(serve) -> None:
 
 
 def test_an_engine_voice_can_be_requested(serve) -> None:
-    url = serve(FakeEngine(voices=("narrator",)))
+    url = serve(FakeBackend(voices=("narrator",)))
     response = httpx.post(f"{url}/v1/audio/speech", json={"input": "hello", "voice": "narrator"})
     assert response.status_code == 200

@@ -13,14 +13,14 @@ import openai
 import pytest
 
 from helpers.audio import decode, opus_input_rate, pcm_samples
-from helpers.engines import EngineWrapper
+from helpers.backends import BackendWrapper
 from helpers.server import running_server
 from polyvox.audio import formats
-from polyvox.engine.config import EngineConfig
-from polyvox.engines.base import SynthesisRequest
-from polyvox.engines.factory import with_text_frontend
-from polyvox.engines.voxcpm2 import VoxCPM2Engine
-from polyvox.models.voxcpm2.bundle import VoxCPM2
+from polyvox.backends.base import SynthesisRequest
+from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.batching.config import BatchingConfig
+from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -29,7 +29,7 @@ PATCH_SAMPLES_48K = 7680
 SELF_DESCRIBING = ("wav", "flac", "mp3", "opus", "aac")
 
 
-class FixedLength(EngineWrapper):
+class FixedLength(BackendWrapper):
     """The real VoxCPM2 engine, every generation forced to PATCHES patches (random weights stop anywhere)."""
 
     async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
@@ -51,9 +51,9 @@ def client_for(tiny_model) -> Iterator:
 
         def start(**overrides) -> openai.OpenAI:
             settings = Settings(request_timeout_s=600, **overrides)
-            engine = FixedLength(VoxCPM2Engine(tiny_model, EngineConfig(num_kv_blocks=256)))
+            backend = FixedLength(VoxCPM2Backend(tiny_model, BatchingConfig(num_kv_blocks=256)))
             url = stack.enter_context(
-                running_server(create_app(settings, with_text_frontend(engine, settings)))
+                running_server(create_app(settings, with_text_frontend(backend, settings)))
             )
             return openai.OpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0)
 

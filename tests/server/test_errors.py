@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from helpers.server import running_server
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -21,7 +21,7 @@ MAX_BYTES = 4096
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
     settings = Settings(max_input_chars=MAX_CHARS, max_request_bytes=MAX_BYTES)
-    with running_server(create_app(settings, FakeEngine())) as base:
+    with running_server(create_app(settings, FakeBackend())) as base:
         yield base
 
 

@@ -6,16 +6,16 @@ import sys
 
 import pytest
 
-from polyvox.engines.base import Engine
-from polyvox.engines.factory import build_engine
+from polyvox.backends.base import Backend
+from polyvox.backends.factory import build_model_backend
 from polyvox.settings import Settings
 
 
 def test_no_checkpoint_serves_the_embedded_voice() -> None:
-    engine = build_engine(Settings())
-    assert isinstance(engine, Engine)
-    assert engine.info.name == "embedded"
-    assert not engine.ready  # built, not started: the app's lifespan starts it
+    backend = build_model_backend(Settings())
+    assert isinstance(backend, Backend)
+    assert backend.info.name == "embedded"
+    assert not backend.ready  # built, not started: the app's lifespan starts it
 
 
 @pytest.mark.parametrize("overrides", [{"random_weights": "tiny"}, {"model": "/no/such/checkpoint"}])
@@ -30,9 +30,9 @@ def test_a_checkpoint_or_random_weights_select_voxcpm2(
             calls.append(settings)
             return "voxcpm2 engine"
 
-    module = type(sys)("polyvox.engines.voxcpm2")
-    module.VoxCPM2Engine = Recorder
-    monkeypatch.setitem(sys.modules, "polyvox.engines.voxcpm2", module)
+    module = type(sys)("polyvox.backends.voxcpm2")
+    module.VoxCPM2Backend = Recorder
+    monkeypatch.setitem(sys.modules, "polyvox.backends.voxcpm2", module)
     settings = Settings(**overrides)
-    assert build_engine(settings) == "voxcpm2 engine"
+    assert build_model_backend(settings) == "voxcpm2 engine"
     assert calls == [settings]

@@ -8,12 +8,12 @@ import time
 import httpx
 
 from helpers.metrics import scrape, value
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 
 
 def test_ready_is_503_until_the_engine_has_started(serve) -> None:
     gate = threading.Event()
-    url = serve(FakeEngine(ready_gate=gate), wait_ready=False)
+    url = serve(FakeBackend(ready_gate=gate), wait_ready=False)
     assert httpx.get(f"{url}/health").status_code == 200
     not_ready = httpx.get(f"{url}/ready")
     assert not_ready.status_code == 503
@@ -31,11 +31,11 @@ def test_ready_is_503_until_the_engine_has_started(serve) -> None:
 
 
 def test_ready_reports_an_engine_that_failed_to_start(serve) -> None:
-    class BrokenEngine(FakeEngine):
+    class BrokenBackend(FakeBackend):
         async def start(self) -> None:
             raise RuntimeError("no weights here")
 
-    url = serve(BrokenEngine(), wait_ready=False)
+    url = serve(BrokenBackend(), wait_ready=False)
     response = httpx.get(f"{url}/ready")
     for _ in range(200):
         if response.json()["error"]["code"] == "engine_failed":
@@ -56,8 +56,8 @@ def test_health_answers_get_and_head(serve) -> None:
 
 
 def test_metrics_count_requests_audio_characters_and_errors(serve) -> None:
-    engine = FakeEngine(seconds_per_char=0.01)
-    url = serve(engine)
+    backend = FakeBackend(seconds_per_char=0.01)
+    url = serve(backend)
     texts = ["one two three", "four five six seven"]
     for text in texts:
         assert (

@@ -23,13 +23,13 @@ import numpy as np
 import openai
 import pytest
 
-from helpers.engines import EngineWrapper
+from helpers.backends import BackendWrapper
 from helpers.server import running_server
-from polyvox.engine.config import EngineConfig
-from polyvox.engines.base import SynthesisRequest
-from polyvox.engines.factory import with_text_frontend
-from polyvox.engines.voxcpm2 import VoxCPM2Engine
-from polyvox.models.voxcpm2.bundle import VoxCPM2
+from polyvox.backends.base import SynthesisRequest
+from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.batching.config import BatchingConfig
+from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -41,7 +41,7 @@ TEXT = "Your order has shipped."
 PATCHES = 3
 
 
-class Recording(EngineWrapper):
+class Recording(BackendWrapper):
     """The real VoxCPM2 engine at a fixed length (random weights stop anywhere), noting the
     instructions each generation of TEXT was given."""
 
@@ -70,9 +70,9 @@ def serve(tiny_model) -> Iterator:
 
         def start(**overrides) -> tuple[str, Recording]:
             settings = Settings(request_timeout_s=600, **overrides)
-            engine = Recording(VoxCPM2Engine(tiny_model, EngineConfig(num_kv_blocks=256)))
-            app = create_app(settings, with_text_frontend(engine, settings))
-            return stack.enter_context(running_server(app)), engine
+            backend = Recording(VoxCPM2Backend(tiny_model, BatchingConfig(num_kv_blocks=256)))
+            app = create_app(settings, with_text_frontend(backend, settings))
+            return stack.enter_context(running_server(app)), backend
 
         yield start
 
@@ -105,20 +105,20 @@ def plain_request(url: str, voice: str = "ash", **extra) -> openai.HttpxBinaryRe
 
 
 def test_ignore_makes_the_agents_request_the_same_as_one_without_instructions(serve, tmp_path) -> None:
-    url, engine = serve(instructions_mode="ignore", cache_enabled=True, cache_dir=str(tmp_path))
+    url, backend = serve(instructions_mode="ignore", cache_enabled=True, cache_dir=str(tmp_path))
     plain = plain_request(url)
     assert plain.response.headers["X-Cache"] == "MISS"
     audio, headers = agents_request(url)
     assert headers["X-Cache"] == "HIT"  # same cache key: the directive never reached it
     assert audio == plain.content and len(audio) > 0
-    assert engine.instructions and all(given is None for given in engine.instructions)
+    assert backend.instructions and all(given is None for given in backend.instructions)
 
 
 def test_design_by_default_turns_the_directive_into_a_voice_design(serve) -> None:
-    url, engine = serve()
+    url, backend = serve()
     audio, _ = agents_request(url)
     assert len(audio) > 0
-    assert engine.instructions == [AGENTS_INSTRUCTIONS]
+    assert backend.instructions == [AGENTS_INSTRUCTIONS]
     # it changes the voice: same seed, with and without the directive
     without = [plain_request(url, seed=7).content for _ in range(2)]
     designed = plain_request(url, seed=7, instructions=AGENTS_INSTRUCTIONS).content
@@ -127,14 +127,14 @@ def test_design_by_default_turns_the_directive_into_a_voice_design(serve) -> Non
 
 
 def test_per_voice_exceptions_go_both_ways(serve) -> None:
-    url, engine = serve(instructions_mode="design", instructions_mode_by_voice={"ash": "ignore"})
+    url, backend = serve(instructions_mode="design", instructions_mode_by_voice={"ash": "ignore"})
     plain_request(url, voice="ash", instructions="A calm narrator.")
     plain_request(url, voice="nova", instructions="A calm narrator.")
-    assert engine.instructions == [None, "A calm narrator."]
-    url, engine = serve(instructions_mode="ignore", instructions_mode_by_voice={"nova": "design"})
+    assert backend.instructions == [None, "A calm narrator."]
+    url, backend = serve(instructions_mode="ignore", instructions_mode_by_voice={"nova": "design"})
     plain_request(url, voice="ash", instructions="A calm narrator.")
     plain_request(url, voice="nova", instructions="A calm narrator.")
-    assert engine.instructions == [None, "A calm narrator."]
+    assert backend.instructions == [None, "A calm narrator."]
 
 
 def test_the_per_voice_setting_reads_from_the_environment(monkeypatch) -> None:

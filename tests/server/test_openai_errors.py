@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from helpers.server import running_server
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -22,10 +22,10 @@ MAX_CHARS = 100
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[tuple[str, FakeEngine]]:
-    engine = FakeEngine()
-    with running_server(create_app(Settings(max_input_chars=MAX_CHARS), engine)) as url:
-        yield url, engine
+def server() -> Iterator[tuple[str, FakeBackend]]:
+    backend = FakeBackend()
+    with running_server(create_app(Settings(max_input_chars=MAX_CHARS), backend)) as url:
+        yield url, backend
 
 
 def client_for(url: str) -> openai.OpenAI:
@@ -50,15 +50,15 @@ def post_raw(url: str, body: bytes) -> httpx.Response:
     ],
 )
 def test_over_long_text_is_a_bad_request_naming_its_field(server, field: str, extra: dict) -> None:
-    url, engine = server
-    started = engine.started_requests
+    url, backend = server
+    started = backend.started_requests
     fields = {"model": "tts-1", "voice": "alloy", "input": "hi", **extra}
     with pytest.raises(openai.BadRequestError) as refused:
         client_for(url).audio.speech.create(**fields)
     error = refused.value.body
     assert (error["param"], error["code"]) == (field, f"{field}_too_long")
     assert str(MAX_CHARS) in error["message"]
-    assert engine.started_requests == started  # refused before the engine
+    assert backend.started_requests == started  # refused before the engine
 
 
 def test_text_at_the_limit_is_served(server) -> None:

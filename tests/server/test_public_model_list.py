@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from helpers.server import running_server
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -21,7 +21,7 @@ LISTS = ("/v1/models", "/v1/audio/models", "/v1/audio/voices", "/v1/voices")
 @pytest.fixture(scope="module")
 def public_url():
     settings = Settings(api_keys=[KEY], admin_api_keys=["boss"], public_model_list=True)
-    with running_server(create_app(settings, FakeEngine())) as url:
+    with running_server(create_app(settings, FakeBackend())) as url:
         yield url
 
 
@@ -31,7 +31,7 @@ def test_open_webui_reads_the_models_and_voices_without_a_key(public_url) -> Non
     voices = httpx.get(f"{base}/audio/voices")
     assert models.status_code == voices.status_code == 200
     model_ids = [model["id"] for model in models.json()["models"]]
-    assert "tts-1" in model_ids and FakeEngine().info.model_id in model_ids
+    assert "tts-1" in model_ids and FakeBackend().info.model_id in model_ids
     voice_ids = {voice["id"]: voice["name"] for voice in voices.json()["voices"]}
     assert {"alloy", "nova"} <= set(voice_ids)  # polyvox's voices, not Open WebUI's fallback list
     # ...then speaks with its key, as it does
@@ -75,7 +75,7 @@ def test_the_sdk_lists_models_with_any_key_when_public(public_url) -> None:
 
 def test_off_by_default_the_lists_need_a_key() -> None:
     assert Settings().public_model_list is False
-    with running_server(create_app(Settings(api_keys=[KEY]), FakeEngine())) as url:
+    with running_server(create_app(Settings(api_keys=[KEY]), FakeBackend())) as url:
         for path in LISTS:
             assert httpx.get(f"{url}{path}").status_code == 401, path
             assert httpx.get(f"{url}{path}", headers={"Authorization": f"Bearer {KEY}"}).status_code == 200

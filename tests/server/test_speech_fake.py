@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from helpers.audio import decode, duration, pcm_samples
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 
 SPEECH = "/v1/audio/speech"
 TEXT = "a sentence of fifty characters, more or less, ok!!"  # 50 chars -> 1.0 s of tone
@@ -35,8 +35,8 @@ def test_openai_client_default_is_mp3_at_24k(serve) -> None:
 
 
 def test_request_fields_reach_the_engine(serve) -> None:
-    engine = FakeEngine()
-    url = serve(engine)
+    backend = FakeBackend()
+    url = serve(backend)
     client_for(url).audio.speech.create(
         model="tts-1",
         voice="nova",
@@ -45,33 +45,33 @@ def test_request_fields_reach_the_engine(serve) -> None:
         response_format="wav",
         extra_body={"seed": 7, "cfg_value": 1.5, "inference_timesteps": 4},
     )
-    request = engine.last_request
+    request = backend.last_request
     assert (request.text, request.voice, request.instructions) == (TEXT, "nova", "whisper it")
     assert (request.seed, request.cfg_value, request.inference_timesteps) == (7, 1.5, 4)
 
 
 @pytest.mark.parametrize("speed", [0.5, 2.0])
 def test_speed_is_applied_by_the_pipeline_for_engines_without_native_speed(serve, speed: float) -> None:
-    engine = FakeEngine()
-    url = serve(engine)
+    backend = FakeBackend()
+    url = serve(backend)
     body = {"input": TEXT, "response_format": "pcm", "speed": speed}
     plain = httpx.post(f"{url}{SPEECH}", json=body)
     streamed = httpx.post(f"{url}{SPEECH}", json={**body, "stream_format": "audio"})
-    assert engine.last_request.speed == 1.0
+    assert backend.last_request.speed == 1.0
     for response in (plain, streamed):
         assert duration(response.content, "pcm") == pytest.approx(1.0 / speed, rel=0.05)
 
 
 def test_native_speed_engines_get_the_speed(serve) -> None:
-    engine = FakeEngine(native_speed=True)
-    url = serve(engine)
+    backend = FakeBackend(native_speed=True)
+    url = serve(backend)
     response = httpx.post(f"{url}{SPEECH}", json={"input": TEXT, "response_format": "pcm", "speed": 2.0})
-    assert engine.last_request.speed == 2.0
+    assert backend.last_request.speed == 2.0
     assert duration(response.content, "pcm") == pytest.approx(0.5, rel=0.05)
 
 
 def test_sample_rate_extension(serve) -> None:
-    url = serve(FakeEngine(sample_rate=48000))
+    url = serve(FakeBackend(sample_rate=48000))
     response = httpx.post(
         f"{url}{SPEECH}", json={"input": TEXT, "response_format": "flac", "sample_rate": 16000}
     )
@@ -93,8 +93,8 @@ def test_non_streamed_wav_has_exact_sizes(serve) -> None:
 
 
 def test_multipart_form_body_is_accepted(serve) -> None:
-    engine = FakeEngine()
-    url = serve(engine)
+    backend = FakeBackend()
+    url = serve(backend)
     form = {
         "input": TEXT,
         "voice": "echo",
@@ -107,7 +107,7 @@ def test_multipart_form_body_is_accepted(serve) -> None:
     assert response.request.headers["content-type"].startswith("multipart/form-data")
     assert response.status_code == 200, response.text
     assert duration(response.content, "pcm") == pytest.approx(0.5, rel=0.05)
-    assert (engine.last_request.voice, engine.last_request.cfg_value) == ("echo", 3.0)
+    assert (backend.last_request.voice, backend.last_request.cfg_value) == ("echo", 3.0)
 
 
 def test_clone_upload_reaches_the_engine_which_may_refuse_it(serve) -> None:
@@ -131,7 +131,7 @@ def test_voice_object_form_is_accepted(serve) -> None:
 
 @pytest.mark.parametrize("fmt", ["mp3", "opus", "aac", "flac", "wav", "pcm"])
 def test_chunked_stream_arrives_in_pieces_and_decodes(serve, fmt: str) -> None:
-    url = serve(FakeEngine(chunk_delay_s=0.01))
+    url = serve(FakeBackend(chunk_delay_s=0.01))
     client = client_for(url)
     chunks: list[bytes] = []
     with client.audio.speech.with_streaming_response.create(
@@ -169,7 +169,7 @@ def read_sse(response: httpx.Response) -> list[dict]:
 
 @pytest.mark.parametrize("fmt", ["pcm", "mp3"])
 def test_sse_events_carry_the_file_and_end_with_usage(serve, fmt: str) -> None:
-    url = serve(FakeEngine(chunk_delay_s=0.01))
+    url = serve(FakeBackend(chunk_delay_s=0.01))
     body = {"input": TEXT, "response_format": fmt, "stream_format": "sse"}
     with httpx.stream("POST", f"{url}{SPEECH}", json=body) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -223,15 +223,15 @@ def test_first_bytes_arrive_while_the_rest_is_still_being_made(serve, fmt: str, 
     """The engine stops after 0.5 s of a 2 s utterance until the client has its first bytes: a server
     that held audio back would time out here."""
     gate = threading.Event()
-    engine = FakeEngine(hold_gate=gate, hold_after_s=0.5)
-    url = serve(engine)
+    backend = FakeBackend(hold_gate=gate, hold_after_s=0.5)
+    url = serve(backend)
     body = {"input": TEXT * 2, "response_format": fmt, "stream_format": stream_format}
     try:
         with httpx.stream("POST", f"{url}{SPEECH}", json=body, timeout=10) as response:
             assert response.status_code == 200
             parts = response.iter_bytes()
             first = next(part for part in parts if part)
-            assert engine.active == 1  # still generating: the rest is not made yet
+            assert backend.active == 1  # still generating: the rest is not made yet
             gate.set()
             rest = b"".join(parts)
     finally:

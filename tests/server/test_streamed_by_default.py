@@ -20,7 +20,7 @@ import soundfile
 
 from helpers.audio import decode, duration
 from helpers.metrics import scrape, value
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 
 SPEECH = "/v1/audio/speech"
 TEXT = "a sentence of fifty characters, more or less, ok!!"  # 50 chars -> 1.0 s of tone
@@ -45,8 +45,8 @@ def test_the_sdks_streaming_response_gets_its_first_bytes_before_the_rest_is_mad
     """OpenAI's own streaming example, unchanged: the engine stops after 0.5 s of a 2 s utterance until
     the client has read its first bytes, so a server that held audio back would never answer."""
     gate = threading.Event()
-    engine = FakeEngine(hold_gate=gate, hold_after_s=0.5)
-    url = serve(engine)
+    backend = FakeBackend(hold_gate=gate, hold_after_s=0.5)
+    url = serve(backend)
     chunks: list[bytes] = []
     try:
         with client_for(url).audio.speech.with_streaming_response.create(
@@ -57,7 +57,7 @@ def test_the_sdks_streaming_response_gets_its_first_bytes_before_the_rest_is_mad
             parts = response.iter_bytes()
             chunks.append(next(part for part in parts if part))
             # The first bytes are here while the engine is still generating and the request unfinished.
-            assert engine.active == 1
+            assert backend.active == 1
             assert finished_speech_requests(url) == 0
             gate.set()
             chunks.extend(part for part in parts if part)
@@ -88,7 +88,7 @@ def test_the_embedded_voice_streams_sentence_by_sentence_by_default(embedded_url
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_format_streamed_by_default_joins_into_one_valid_file(serve, fmt: str) -> None:
-    url = serve(FakeEngine(chunk_delay_s=0.01))
+    url = serve(FakeBackend(chunk_delay_s=0.01))
     chunks: list[bytes] = []
     with client_for(url).audio.speech.with_streaming_response.create(
         model="tts-1", voice="alloy", input=TEXT * 2, response_format=fmt
@@ -114,7 +114,7 @@ def test_a_streamed_wav_reads_whole_in_common_readers(serve) -> None:
 
 @pytest.mark.parametrize("fmt", ["wav", "mp3", "pcm"])
 def test_stream_false_answers_one_file_with_its_content_length(serve, fmt: str) -> None:
-    url = serve(FakeEngine(chunk_delay_s=0.01))
+    url = serve(FakeBackend(chunk_delay_s=0.01))
     speech = client_for(url).audio.speech.create(
         model="tts-1", voice="alloy", input=TEXT, response_format=fmt, extra_body={"stream": False}
     )
@@ -136,7 +136,7 @@ def test_stream_false_in_a_form_body(serve) -> None:
 
 
 def test_an_explicit_stream_format_still_streams_and_sse_still_answers_events(serve) -> None:
-    url = serve(FakeEngine(chunk_delay_s=0.01))
+    url = serve(FakeBackend(chunk_delay_s=0.01))
     body = {"input": TEXT, "response_format": "pcm"}
     with httpx.stream("POST", f"{url}{SPEECH}", json={**body, "stream_format": "audio"}) as audio:
         assert audio.headers["transfer-encoding"] == "chunked"
@@ -172,11 +172,11 @@ def captured_logs(*names: str) -> Iterator[dict[str, Records]]:
 def test_a_stream_cut_by_its_deadline_is_a_timeout_not_an_application_error(serve) -> None:
     """The engine stalls after 0.2 s of audio; the deadline passes after the first bytes went out."""
     gate = threading.Event()
-    engine = FakeEngine(hold_gate=gate, hold_after_s=0.2)
-    url = serve(engine, request_timeout_s=1.5)
+    backend = FakeBackend(hold_gate=gate, hold_after_s=0.2)
+    url = serve(backend, request_timeout_s=1.5)
     try:
         with (
-            captured_logs("uvicorn.error", "polyvox.server.streaming") as server_logs,
+            captured_logs("uvicorn.error", "polyvox.server.speech.streaming") as server_logs,
             pytest.raises(httpx.RemoteProtocolError),  # cut short: never a complete-looking file
             httpx.stream(
                 "POST", f"{url}{SPEECH}", json={"input": TEXT, "response_format": "pcm"}
@@ -190,9 +190,9 @@ def test_a_stream_cut_by_its_deadline_is_a_timeout_not_an_application_error(serv
     assert value(samples, "polyvox_errors_total", type="timeout") == 1
     assert value(samples, "polyvox_errors_total", type="internal_error") == 0
     assert value(samples, "polyvox_requests_in_flight") == 0
-    assert engine.active == 0 and engine.cancelled_requests == 1
+    assert backend.active == 0 and backend.cancelled_requests == 1
     uvicorn_errors = [r for r in server_logs["uvicorn.error"].records if r.levelno >= logging.ERROR]
     assert uvicorn_errors == []  # no "Exception in ASGI application" traceback
-    (warning,) = server_logs["polyvox.server.streaming"].records
+    (warning,) = server_logs["polyvox.server.speech.streaming"].records
     assert warning.levelno == logging.WARNING and "deadline" in warning.getMessage()
     assert httpx.post(f"{url}{SPEECH}", json={"input": "still serving", "stream": False}).status_code == 200

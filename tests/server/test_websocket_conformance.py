@@ -8,7 +8,7 @@ import json
 
 from websockets.sync.client import ClientConnection, connect
 
-from polyvox.engines.fake import FakeEngine
+from polyvox.backends.fake import FakeBackend
 
 
 def ws_url(url: str) -> str:
@@ -31,7 +31,7 @@ def spoken_after(ws: ClientConnection, text: str) -> dict:
 
 
 def test_hostile_messages_get_errors_and_the_session_goes_on(serve) -> None:
-    url = serve(FakeEngine())
+    url = serve(FakeBackend())
     with connect(ws_url(url)) as ws:
         ws.send(json.dumps({"type": "config"}))
         assert receive_json(ws)["type"] == "ready"
@@ -47,7 +47,7 @@ def test_hostile_messages_get_errors_and_the_session_goes_on(serve) -> None:
 
 
 def test_a_config_naming_an_unknown_model_is_refused(serve) -> None:
-    url = serve(FakeEngine())
+    url = serve(FakeBackend())
     with connect(ws_url(url)) as ws:
         ws.send(json.dumps({"type": "config", "model": "tts-9000"}))
         error = receive_json(ws)["error"]

@@ -17,14 +17,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from helpers.backends import BackendWrapper
 from helpers.clips import wav_bytes
-from helpers.engines import EngineWrapper
 from helpers.server import running_server
-from polyvox.engine.config import EngineConfig
-from polyvox.engines.base import SynthesisRequest
-from polyvox.engines.factory import with_text_frontend
-from polyvox.engines.voxcpm2 import VoxCPM2Engine
-from polyvox.models.voxcpm2.bundle import VoxCPM2
+from polyvox.backends.base import SynthesisRequest
+from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.batching.config import BatchingConfig
+from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -34,10 +34,10 @@ LONG_WORD = "marathon"
 LONG_PATCHES = 300
 
 
-class Forced(EngineWrapper):
+class Forced(BackendWrapper):
     """The VoxCPM2 engine with fixed generation lengths, a log of requests, and an optional hold."""
 
-    def __init__(self, inner: VoxCPM2Engine):
+    def __init__(self, inner: VoxCPM2Backend):
         super().__init__(inner)
         self.requests: list[SynthesisRequest] = []
         self.hold: Callable[[SynthesisRequest], bool] | None = None
@@ -89,9 +89,9 @@ def tiny_server(tiny_model) -> Iterator[Callable[..., tuple[str, Forced]]]:
         def start(**overrides) -> tuple[str, Forced]:
             overrides.setdefault("request_timeout_s", 600)
             settings = Settings(**overrides)
-            engine = Forced(VoxCPM2Engine(tiny_model, EngineConfig(num_kv_blocks=1024)))
-            app = create_app(settings, with_text_frontend(engine, settings))
-            return stack.enter_context(running_server(app)), engine
+            backend = Forced(VoxCPM2Backend(tiny_model, BatchingConfig(num_kv_blocks=1024)))
+            app = create_app(settings, with_text_frontend(backend, settings))
+            return stack.enter_context(running_server(app)), backend
 
         yield start
 
@@ -100,16 +100,16 @@ def tiny_server(tiny_model) -> Iterator[Callable[..., tuple[str, Forced]]]:
 def shared(tiny_model) -> Iterator[tuple[str, Forced]]:
     """One server for a module's tests that need no special settings."""
     settings = Settings(request_timeout_s=600)
-    engine = Forced(VoxCPM2Engine(tiny_model, EngineConfig(num_kv_blocks=1024)))
-    with running_server(create_app(settings, with_text_frontend(engine, settings))) as url:
-        yield url, engine
+    backend = Forced(VoxCPM2Backend(tiny_model, BatchingConfig(num_kv_blocks=1024)))
+    with running_server(create_app(settings, with_text_frontend(backend, settings))) as url:
+        yield url, backend
 
 
 @pytest.fixture
 def server(shared) -> tuple[str, Forced]:
-    url, engine = shared
-    engine.reset()
-    return url, engine
+    url, backend = shared
+    backend.reset()
+    return url, backend
 
 
 def poll_until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:

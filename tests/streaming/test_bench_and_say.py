@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 
+from polyvox.backends.factory import build_backend
+from polyvox.backends.text_pipeline import TextPipeline
 from polyvox.bench.loadgen import Sample, viable
 from polyvox.cli import main
-from polyvox.engines.factory import build_speech_engine
-from polyvox.engines.piecewise import PiecewiseEngine
 from polyvox.settings import Settings
 
 from .conftest import PATCHES
 
 
 def test_bench_stream_reports_time_to_first_audio_and_viability(server, capsys):
-    url, engine = server
+    url, backend = server
     code = main(
         [
             "bench",
@@ -35,7 +35,7 @@ def test_bench_stream_reports_time_to_first_audio_and_viability(server, capsys):
     assert 0 < report["ttfa_p50_s"] <= report["latency_p50_s"]
     assert 0.0 <= report["streaming_viability"] <= 1.0
     assert report["audio_s_mean"] == PATCHES * 0.16  # pcm: every byte of every stream was counted
-    assert len(engine.requests) == 4
+    assert len(backend.requests) == 4
 
 
 def test_a_stream_is_viable_only_if_every_chunk_arrives_before_a_real_time_listener_needs_it():
@@ -55,9 +55,9 @@ def test_the_speech_engine_wraps_the_selected_engine_in_the_text_front_end(tmp_p
     path = tmp_path / "lexicon.json"
     path.write_text(json.dumps({"PyPI": "pie pea eye"}), encoding="utf-8")
     settings = Settings(lexicon_path=path, normalize=False, max_piece_chars=40, piece_lookahead=2)
-    engine = build_speech_engine(settings)
-    assert isinstance(engine, PiecewiseEngine) and engine.lookahead == 2
-    assert engine.frontend.prepare("Get it from PyPI in 2 minutes.") == [
+    backend = build_backend(settings)
+    assert isinstance(backend, TextPipeline) and backend.lookahead == 2
+    assert backend.frontend.prepare("Get it from PyPI in 2 minutes.") == [
         "Get it from pie pea eye in 2 minutes."
     ]
 

@@ -12,7 +12,7 @@ from websockets.sync.client import connect
 from helpers.asr import transcribe, word_error_rate
 from helpers.audio import pcm_samples
 from helpers.server import running_server
-from polyvox.engines.factory import with_text_frontend
+from polyvox.backends.factory import with_text_frontend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -22,9 +22,9 @@ VOICE = "onyx"
 
 @pytest.fixture(scope="module")
 def embedded_url():
-    embedded = pytest.importorskip("polyvox.engines.embedded")
+    embedded = pytest.importorskip("polyvox.backends.embedded")
     settings = Settings()
-    app = create_app(settings, with_text_frontend(embedded.EmbeddedEngine(), settings))
+    app = create_app(settings, with_text_frontend(embedded.EmbeddedBackend(), settings))
     with running_server(app) as url:
         yield url
 

@@ -32,12 +32,12 @@ def sse_events(body: str) -> list[dict]:
 
 
 def test_sse_events_are_well_formed_and_carry_the_same_audio_as_an_unstreamed_request(server):
-    url, engine = server
+    url, backend = server
     client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
     whole = client.audio.speech.create(
         model="tts-1", voice="alloy", input=TWO_SENTENCES, response_format="pcm", extra_body={"seed": 11}
     ).content
-    spoken = sum(len(text) for text in engine.texts)
+    spoken = sum(len(text) for text in backend.texts)
     with client.audio.speech.with_streaming_response.create(
         model="tts-1",
         voice="alloy",
@@ -53,7 +53,7 @@ def test_sse_events_are_well_formed_and_carry_the_same_audio_as_an_unstreamed_re
     assert kinds[-1] == "speech.audio.done" and set(kinds[:-1]) == {"speech.audio.delta"}
     assert len(kinds) > 2  # audio arrived in several deltas, not one
     streamed = b"".join(base64.b64decode(event["audio"]) for event in events[:-1])
-    assert len(engine.texts) == 4  # two pieces per request
+    assert len(backend.texts) == 4  # two pieces per request
     # Equal up to the 16-bit rounding of float differences in the last bit (batches differ run to run).
     assert len(streamed) == len(whole)
     np.testing.assert_allclose(pcm_samples(streamed), pcm_samples(whole), rtol=0, atol=2 / 32768)
@@ -103,14 +103,14 @@ def test_audio_leaves_once_the_first_patch_is_made_even_at_another_speed(server,
     """Every generation is held after its first 160 ms patch until the client has received audio.
 
     (Opus pages, AAC priming and FLAC blocks hold a format's first bytes back for up to one more patch.)"""
-    url, engine = server
-    engine.hold_after_first_chunk = True
+    url, backend = server
+    backend.hold_after_first_chunk = True
     payload = {"input": "One patch so far.", "response_format": fmt, "stream_format": "audio", "speed": 1.5}
     with httpx.stream("POST", f"{url}/v1/audio/speech", json=payload, timeout=120) as response:
         assert response.status_code == 200
         parts = response.iter_raw()
         first = next(parts)
-        engine.release.set()
+        backend.release.set()
         rest = b"".join(parts)
     if fmt == "mp3":  # one MPEG frame is too short to decode alone: check it is an audio frame
         assert first[0] == 0xFF and first[1] & 0xE0 == 0xE0
@@ -121,7 +121,7 @@ def test_audio_leaves_once_the_first_patch_is_made_even_at_another_speed(server,
 
 
 def test_streams_with_a_one_off_clone_on_the_seed_systems_stream_route(server):
-    url, engine = server
+    url, backend = server
     files = {"speaker_wav": ("me.wav", tone_wav(), "audio/wav")}
     data = {"input": "Cloned and streamed at once.", "seed": "5"}
     with httpx.stream(
@@ -133,7 +133,7 @@ def test_streams_with_a_one_off_clone_on_the_seed_systems_stream_route(server):
         body = b"".join(response.iter_raw())
     samples, rate = decode(body)
     assert rate == 24000 and samples.size == PATCHES * PATCH_SAMPLES // 2
-    assert engine.requests[0].reference is not None
+    assert backend.requests[0].reference is not None
 
 
 MIXED_PARAGRAPH = (
@@ -147,9 +147,9 @@ MIXED_PARAGRAPH = (
 
 
 def test_four_thousand_characters_of_mixed_text_stream_to_the_end_and_start_early(server):
-    url, engine = server
+    url, backend = server
     text = (MIXED_PARAGRAPH * 40)[:4000].rstrip()
-    engine.hold = lambda request: int(request.request_id.rsplit(".", 1)[1]) >= 2
+    backend.hold = lambda request: int(request.request_id.rsplit(".", 1)[1]) >= 2
     payload = {"input": text, "response_format": "pcm", "stream_format": "sse"}
     chunks: list[bytes] = []
     done = None
@@ -162,64 +162,64 @@ def test_four_thousand_characters_of_mixed_text_stream_to_the_end_and_start_earl
             if event["type"] == "speech.audio.delta":
                 if not chunks:
                     # Pieces 2 onwards are held until now: the first audio cannot wait for the last piece.
-                    assert len(engine.requests) <= 2
-                    engine.release.set()
+                    assert len(backend.requests) <= 2
+                    backend.release.set()
                 chunks.append(base64.b64decode(event["audio"]))
             else:
                 done = event
-    pieces = len(engine.requests)
+    pieces = len(backend.requests)
     assert pieces > 40
-    assert [int(r.request_id.rsplit(".", 1)[1]) for r in engine.requests] == list(range(pieces))
+    assert [int(r.request_id.rsplit(".", 1)[1]) for r in backend.requests] == list(range(pieces))
     assert done is not None and done["type"] == "speech.audio.done"
-    assert done["usage"]["input_tokens"] == sum(len(t) for t in engine.texts)
+    assert done["usage"]["input_tokens"] == sum(len(t) for t in backend.texts)
     # Every piece speaks with the one frozen prompt of the request's builtin voice.
-    assert len({request.reference.content_hash for request in engine.requests if request.reference}) == 1
-    assert all(request.reference is not None for request in engine.requests)
+    assert len({request.reference.content_hash for request in backend.requests if request.reference}) == 1
+    assert all(request.reference is not None for request in backend.requests)
     audio = b"".join(chunks)
     assert len(audio) == pieces * PATCHES * PATCH_SAMPLES  # every piece, 16-bit at 24 kHz
-    spoken = " ".join(engine.texts)
+    spoken = " ".join(backend.texts)
     assert "eighteen months" in spoken  # normalised: numbers are read as words
     assert not any(char.isdigit() for char in spoken)
 
 
 def test_normalisation_can_be_turned_off_per_request(server):
-    url, engine = server
+    url, backend = server
     for normalize in (None, False, True):
         payload = {"input": "Bring 3 chairs.", "response_format": "pcm"}
         if normalize is not None:
             payload["normalize"] = normalize
         assert httpx.post(f"{url}/v1/audio/speech", json=payload, timeout=60).status_code == 200
-    default, off, on = engine.texts
+    default, off, on = backend.texts
     assert "3" in off and "three" not in off.lower()
     assert "three" in on.lower() and "3" not in on
     assert default == on
 
 
 def test_a_parenthesised_input_is_read_aloud_and_never_taken_as_a_voice_description(server):
-    url, engine = server
+    url, backend = server
     text = "(whispering) Meet me at noon. (笑) 好的。"
     response = httpx.post(
         f"{url}/v1/audio/speech", json={"input": text, "response_format": "pcm"}, timeout=60
     )
     assert response.status_code == 200
-    assert engine.texts and all(not piece.lstrip().startswith(("(", "（")) for piece in engine.texts)
-    joined = " ".join(engine.texts)
+    assert backend.texts and all(not piece.lstrip().startswith(("(", "（")) for piece in backend.texts)
+    joined = " ".join(backend.texts)
     assert "whispering" in joined and "笑" in joined
-    assert all(request.instructions is None for request in engine.requests)
+    assert all(request.instructions is None for request in backend.requests)
 
-    engine.reset()
+    backend.reset()
     httpx.post(
         f"{url}/v1/audio/speech",
         json={"input": "Meet me at noon.", "instructions": "a calm voice", "response_format": "pcm"},
         timeout=60,
     )
-    assert engine.requests[0].instructions == "a calm voice" and engine.texts == ["Meet me at noon."]
+    assert backend.requests[0].instructions == "a calm voice" and backend.texts == ["Meet me at noon."]
 
 
 @pytest.mark.parametrize("stream_format", ["audio", "sse"])
 def test_a_client_leaving_mid_stream_cancels_its_generation_and_frees_its_kv_blocks(server, stream_format):
-    url, engine = server
-    stats = engine.inner.stats
+    url, backend = server
+    stats = backend.inner.stats
     before = stats().patches
     payload = {
         "input": f"This is a {LONG_WORD} sentence.",

@@ -55,7 +55,7 @@ def segment(messages: list[dict | bytes]) -> tuple[dict, bytes, dict]:
 
 
 def test_sentences_are_spoken_as_they_complete_then_flush_and_end(server):
-    url, engine = server
+    url, backend = server
     with connect(ws_url(url)) as ws:
         ready = configure(ws, voice="nova", seed=9)
         assert ready["response_format"] == "pcm" and ready["sample_rate"] == 24000
@@ -66,7 +66,7 @@ def test_sentences_are_spoken_as_they_complete_then_flush_and_end(server):
         start, first, done = segment(until(ws, "segment.done"))
         assert (start["segment"], start["text"]) == (0, "The tide is turning now.")
         assert len(first) == SEGMENT_BYTES and done["audio_seconds"] == pytest.approx(PATCHES * 0.16)
-        assert engine.texts == ["The tide is turning now."]
+        assert backend.texts == ["The tide is turning now."]
 
         ws.send(json.dumps({"type": "text", "text": " boats come home"}))
         ws.send(json.dumps({"type": "flush"}))
@@ -76,7 +76,7 @@ def test_sentences_are_spoken_as_they_complete_then_flush_and_end(server):
         ws.send(json.dumps({"type": "end"}))
         final = receive(ws)
         assert final["type"] == "done" and final["segments"] == 2
-        assert final["usage"]["input_tokens"] == sum(len(text) for text in engine.texts)
+        assert final["usage"]["input_tokens"] == sum(len(text) for text in backend.texts)
         with pytest.raises(ConnectionClosedOK):
             ws.recv(timeout=30)
     assert ws.close_code == 1000
@@ -104,7 +104,7 @@ def test_audio_as_base64_json_in_another_format(server):
 
 
 def test_a_session_can_clone_from_base64_reference_audio(server):
-    url, engine = server
+    url, backend = server
     clip = base64.b64encode(tone_wav()).decode()
     with connect(ws_url(url)) as ws:
         ws.send(json.dumps({"type": "config", "ref_audio": "not base64!"}))
@@ -113,13 +113,13 @@ def test_a_session_can_clone_from_base64_reference_audio(server):
         ws.send(json.dumps({"type": "text", "text": "Spoken in a cloned voice.\n"}))
         _, audio, _ = segment(until(ws, "segment.done"))
     assert len(audio) == SEGMENT_BYTES
-    reference = engine.requests[0].reference
+    reference = backend.requests[0].reference
     assert reference is not None and reference.transcript == "A low hum."
 
 
 def test_cancel_stops_the_audio_frees_the_engine_and_the_session_goes_on(server):
-    url, engine = server
-    stats = engine.inner.stats
+    url, backend = server
+    stats = backend.inner.stats
     with connect(ws_url(url)) as ws:
         configure(ws)
         ws.send(
@@ -142,8 +142,8 @@ def test_cancel_stops_the_audio_frees_the_engine_and_the_session_goes_on(server)
 
 
 def test_leaving_mid_sentence_cancels_the_generation_and_frees_its_kv_blocks(server):
-    url, engine = server
-    stats = engine.inner.stats
+    url, backend = server
+    stats = backend.inner.stats
     before = stats().patches
     with connect(ws_url(url)) as ws:
         configure(ws)
@@ -190,18 +190,18 @@ def test_needs_an_api_key_when_the_server_has_keys(tiny_server):
 
 
 def test_a_segment_that_finds_the_server_full_fails_alone_and_the_session_goes_on(tiny_server):
-    url, engine = tiny_server(max_concurrent_requests=1, max_queue=0)
-    engine.hold = lambda request: "hog" in request.text
+    url, backend = tiny_server(max_concurrent_requests=1, max_queue=0)
+    backend.hold = lambda request: "hog" in request.text
     payload = {"input": "The hog holds the only slot.", "response_format": "pcm"}
     with ThreadPoolExecutor(1) as pool:
         hog = pool.submit(httpx.post, f"{url}/v1/audio/speech", json=payload, timeout=120)
-        poll_until(lambda: engine.requests, "the hog is generating")
+        poll_until(lambda: backend.requests, "the hog is generating")
         with connect(ws_url(url)) as ws:
             configure(ws)
             ws.send(json.dumps({"type": "text", "text": "No room for me.\n"}))
             refused = until(ws, "error")[-1]
             assert refused["segment"] == 0 and refused["error"]["code"] == "rate_limit_exceeded"
-            engine.release.set()
+            backend.release.set()
             assert hog.result().status_code == 200
             ws.send(json.dumps({"type": "text", "text": "Room at last.\n"}))
             start, audio, _ = segment(until(ws, "segment.done"))

@@ -9,10 +9,10 @@ from contextlib import AbstractContextManager, contextmanager
 import pytest
 
 from helpers.server import running_server
-from polyvox.engine.config import EngineConfig
-from polyvox.engines.factory import with_text_frontend
-from polyvox.engines.voxcpm2 import VoxCPM2Engine
-from polyvox.models.voxcpm2.bundle import VoxCPM2
+from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.batching.config import BatchingConfig
+from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -28,18 +28,18 @@ def tiny_model() -> VoxCPM2:
 def voxcpm_server(tiny_model, tmp_path) -> Callable[..., AbstractContextManager[str]]:
     """`with voxcpm_server(**settings) as url:` serves the tiny VoxCPM2 behind the text front end (as
     `polyvox serve` does) with voices in `tmp_path / "voices"` unless `voices_dir` is given;
-    `voxcpm_server.engine` is the last server's VoxCPM2Engine."""
+    `voxcpm_server.engine` is the last server's VoxCPM2Backend."""
 
     @contextmanager
     def serve(**overrides) -> Iterator[str]:
         overrides.setdefault("voices_dir", tmp_path / "voices")
         overrides.setdefault("voice_freeze_max_patches", 6)
         settings = Settings(**overrides)
-        engine = VoxCPM2Engine(
-            tiny_model, EngineConfig(max_num_seqs=32, num_kv_blocks=1024), max_patches=MAX_PATCHES
+        backend = VoxCPM2Backend(
+            tiny_model, BatchingConfig(max_num_seqs=32, num_kv_blocks=1024), max_patches=MAX_PATCHES
         )
-        app = create_app(settings, with_text_frontend(engine, settings))
-        serve.engine = engine  # the last server's model engine, for its batching stats
+        app = create_app(settings, with_text_frontend(backend, settings))
+        serve.backend = backend  # the last server's model engine, for its batching stats
         with running_server(app) as url:
             yield url
 

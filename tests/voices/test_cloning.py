@@ -75,7 +75,7 @@ def test_clones_by_multipart_and_json_streamed_and_not_share_batches_with_other_
                 return list(zip(requests, responses, strict=True))
 
         results = asyncio.run(main())
-        stats = voxcpm_server.engine.stats()
+        stats = voxcpm_server.backend.stats()
         assert stats.mean_batch_size > 1 and stats.kv_blocks_used == 0
 
     for name, response in results:

@@ -124,8 +124,8 @@ def test_a_voice_from_a_prompt_is_frozen_once_like_a_builtin_and_survives_a_rest
 
 
 def test_the_embedded_voice_refuses_a_prompt_voice_naming_voxcpm2(serve, tmp_path):
-    embedded = pytest.importorskip("polyvox.engines.embedded")
-    url = serve(embedded.EmbeddedEngine(max_workers=1), voices_dir=tmp_path)
+    embedded = pytest.importorskip("polyvox.backends.embedded")
+    url = serve(embedded.EmbeddedBackend(max_workers=1), voices_dir=tmp_path)
     with pytest.raises(openai.UnprocessableEntityError) as refused:
         client(url).audio.voices.create(name="narrator", type="prompt", prompt="A warm, friendly voice")
     error = refused.value.body

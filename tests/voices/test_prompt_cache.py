@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import asyncio
 
-from polyvox.engine.config import EngineConfig
-from polyvox.engines.base import SynthesisRequest
-from polyvox.engines.voxcpm2 import VoxCPM2Engine
+from polyvox.backends.base import SynthesisRequest
+from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.batching.config import BatchingConfig
 from polyvox.settings import Settings
 from polyvox.voices import ClipLimits, load_clip
 from voices.clips import wav_clip
 
 
 def test_the_prompt_cache_is_a_bounded_lru_keyed_by_content(tiny_model):
-    engine = VoxCPM2Engine(tiny_model, EngineConfig(num_kv_blocks=256), prompt_cache_size=2)
+    backend = VoxCPM2Backend(tiny_model, BatchingConfig(num_kv_blocks=256), prompt_cache_size=2)
     a, b, c = (load_clip(wav_clip(1.2, pitch=p), ClipLimits()) for p in (110.0, 170.0, 230.0))
     same_as_a = load_clip(wav_clip(1.2, pitch=110.0), ClipLimits())  # equal bytes, another object
 
@@ -22,23 +22,23 @@ def test_the_prompt_cache_is_a_bounded_lru_keyed_by_content(tiny_model):
         encodes = []
         for reference in references:
             request = SynthesisRequest(text="Hi.", reference=reference, max_patches=1, seed=1)
-            async for _ in engine.generate(request):
+            async for _ in backend.generate(request):
                 pass
-            encodes.append(engine.prompt_encodes)
+            encodes.append(backend.prompt_encodes)
         return encodes
 
     async def main() -> list[int]:
-        await engine.start()
+        await backend.start()
         try:
             return await speak(a, same_as_a, b, a, c, a, b)
         finally:
-            await engine.stop()
+            await backend.stop()
 
     # a, a again (hit), b, a (hit: now most recent), c (evicts b), a (hit), b (evicted: encoded again)
     assert asyncio.run(main()) == [1, 1, 2, 2, 3, 3, 4]
-    assert engine.prompt_cache_hits == 3
+    assert backend.prompt_cache_hits == 3
 
 
 def test_the_prompt_cache_size_comes_from_the_settings():
     settings = Settings(random_weights="tiny", device="cpu", voice_prompt_cache_size=5)
-    assert VoxCPM2Engine.from_settings(settings).prompt_cache_size == 5
+    assert VoxCPM2Backend.from_settings(settings).prompt_cache_size == 5

@@ -129,8 +129,8 @@ def test_replacing_a_voice_under_the_same_name_never_serves_the_old_audio(voxcpm
 
 
 def test_with_the_embedded_engine_voices_are_stored_but_cloned_ones_cannot_speak(serve, tmp_path):
-    embedded = pytest.importorskip("polyvox.engines.embedded")
-    url = serve(embedded.EmbeddedEngine(max_workers=1), voices_dir=tmp_path)
+    embedded = pytest.importorskip("polyvox.backends.embedded")
+    url = serve(embedded.EmbeddedBackend(max_workers=1), voices_dir=tmp_path)
     assert upload(url, "dave", wav_clip()).status_code == 201
     assert "dave" in listed(url)
     refused = httpx.post(f"{url}/v1/audio/speech", json={"input": "Hello.", "voice": "dave"})

@@ -63,7 +63,7 @@ def serve_flags(tmp: Path, *flags: str) -> tuple[str, ...]:
 @pytest.fixture(scope="module")
 def embedded_server(tmp_path_factory) -> Iterator[str]:
     """`polyvox serve` with the embedded voice (audio cache off)."""
-    pytest.importorskip("polyvox.engines.embedded")
+    pytest.importorskip("polyvox.backends.embedded")
     tmp = tmp_path_factory.mktemp("embedded")
     with polyvox_serve(*serve_flags(tmp, "--no-cache-enabled")) as (_, url):
         yield url

@@ -20,7 +20,7 @@ ADMIN_KEY = "admin-key-2"
 
 @pytest.fixture(scope="module")
 def keyed_server(tmp_path_factory) -> Iterator[str]:
-    pytest.importorskip("polyvox.engines.embedded")
+    pytest.importorskip("polyvox.backends.embedded")
     tmp = tmp_path_factory.mktemp("keys")
     flags = serve_flags(tmp, "--no-cache-enabled", "--api-keys", USER_KEY, "--admin-api-keys", ADMIN_KEY)
     with polyvox_serve(*flags) as (_, url):

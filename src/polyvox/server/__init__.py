@@ -1,1 +1,2 @@
-"""HTTP layer: OpenAI protocol models, routes, streaming, admission control and metrics."""
+"""HTTP layer: the app, auth, errors, metrics and protocol models; routes grouped by concern in speech/,
+websocket/, voice_routes/, admin/ and lifecycle/."""

@@ -12,18 +12,22 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from polyvox import __version__
+from polyvox.backends.base import Backend
 from polyvox.cache import describe_cache
-from polyvox.engines.base import Engine
-from polyvox.server import shared_state
+from polyvox.server import catalog, ui
+from polyvox.server.admin import lexicon
 from polyvox.server.auth import AuthMiddleware, KeyRing
-from polyvox.server.engine_metrics import EngineStatsCollector
+from polyvox.server.batching_metrics import BatchingStatsCollector
 from polyvox.server.errors import install_error_handlers
-from polyvox.server.lifecycle import Lifecycle
+from polyvox.server.lifecycle import health, shared_state
+from polyvox.server.lifecycle.draining import Lifecycle
+from polyvox.server.lifecycle.supervisor import BackendSupervisor
 from polyvox.server.metrics import Metrics, MetricsMiddleware
-from polyvox.server.routes import catalog, health, lexicon, speech, ui, voice_consents, voices, websocket
-from polyvox.server.streaming import quiet_cut_streams
-from polyvox.server.supervisor import EngineSupervisor
-from polyvox.server.synthesis import SpeechService
+from polyvox.server.speech import route as speech_route
+from polyvox.server.speech.streaming import quiet_cut_streams
+from polyvox.server.speech.synthesis import SpeechService
+from polyvox.server.voice_routes import consents, voices
+from polyvox.server.websocket import route as websocket_route
 from polyvox.settings import Settings
 from polyvox.voices.metrics import VoiceCollector
 from polyvox.voices.registry import VoiceRegistry
@@ -31,30 +35,30 @@ from polyvox.voices.registry import VoiceRegistry
 log = logging.getLogger(__name__)
 
 
-async def _start_engine(app: FastAPI, engine: Engine) -> None:
+async def _start_backend(app: FastAPI, backend: Backend) -> None:
     started = time.perf_counter()
     try:
-        await engine.start()
+        await backend.start()
     except Exception as exc:
-        app.state.engine_failure = f"{type(exc).__name__}: {exc}"
+        app.state.backend_failure = f"{type(exc).__name__}: {exc}"
         # An expected failure (memory, a missing kernel...): one line; the traceback at debug level.
         log.error(
             "engine %s failed to start: %s",
-            engine.info.name,
-            app.state.engine_failure,
+            backend.info.name,
+            app.state.backend_failure,
             exc_info=log.isEnabledFor(logging.DEBUG),
         )
         return
     app.state.supervisor.served = True
-    log.info("engine %s ready in %.1f s", engine.info.name, time.perf_counter() - started)
+    log.info("engine %s ready in %.1f s", backend.info.name, time.perf_counter() - started)
 
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Start the engine in the background (so /health and /ready answer while it warms), restart it if
     it stops serving, stop it at exit."""
-    engine: Engine = app.state.engine
-    starting = asyncio.create_task(_start_engine(app, engine))
+    backend: Backend = app.state.backend
+    starting = asyncio.create_task(_start_backend(app, backend))
     supervising = asyncio.create_task(app.state.supervisor.run())
     await voices.load_voices(app)
     await shared_state.start(app)  # state_url: voices and the lexicon in step with the other replicas
@@ -66,44 +70,44 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await engine.stop()
+        await backend.stop()
 
 
-def create_app(settings: Settings | None = None, engine: Engine | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, backend: Backend | None = None) -> FastAPI:
     """A polyvox app serving `engine`; its lifespan starts it.
 
     The default engine is the one `settings` select behind the text front end (lexicon, normalisation,
     long-text splitting); an engine passed in is served as given (wrap it with
-    `engines.factory.with_text_frontend` for the front end)."""
+    `backends.factory.with_text_frontend` for the front end)."""
     settings = settings or Settings()
-    if engine is None:
-        from polyvox.engines.factory import build_speech_engine
+    if backend is None:
+        from polyvox.backends.factory import build_backend
 
-        engine = build_speech_engine(settings)
+        backend = build_backend(settings)
     metrics = Metrics()
     log.info("%s", describe_cache(settings))
     app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan)
     app.state.keyring = KeyRing.from_settings(settings)
     app.state.lifecycle = Lifecycle()
     app.state.settings = settings
-    app.state.engine = engine
-    app.state.lexicon = getattr(getattr(engine, "frontend", None), "lexicon", None)
+    app.state.backend = backend
+    app.state.lexicon = getattr(getattr(backend, "frontend", None), "lexicon", None)
     app.state.metrics = metrics
-    app.state.service = SpeechService(engine, settings, metrics, app.state.lifecycle)
-    app.state.supervisor = EngineSupervisor(engine, app.state.lifecycle, metrics)
+    app.state.service = SpeechService(backend, settings, metrics, app.state.lifecycle)
+    app.state.supervisor = BackendSupervisor(backend, app.state.lifecycle, metrics)
     app.state.voices = app.state.service.voice_registry = VoiceRegistry.from_settings(settings)
-    metrics.registry.register(VoiceCollector(app.state.voices, engine))
-    metrics.registry.register(EngineStatsCollector(engine))
-    app.state.engine_failure = None
+    metrics.registry.register(VoiceCollector(app.state.voices, backend))
+    metrics.registry.register(BatchingStatsCollector(backend))
+    app.state.backend_failure = None
     app.state.created = int(time.time())
     install_error_handlers(app)
     quiet_cut_streams()  # a stream cut by its deadline is an answered outcome, not an app error
     voices.install_voice_errors(app)
-    app.include_router(speech.router)
+    app.include_router(speech_route.router)
     app.include_router(catalog.router)
     app.include_router(voices.router)
-    app.include_router(voice_consents.router)
-    app.include_router(websocket.router)
+    app.include_router(consents.router)
+    app.include_router(websocket_route.router)
     app.include_router(lexicon.router)
     app.include_router(health.router)
     if settings.ui:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from polyvox.engines.base import Engine
+from polyvox.backends.base import Backend
 from polyvox.server.metrics import Metrics
-from polyvox.server.synthesis import SpeechService
+from polyvox.server.speech.synthesis import SpeechService
 from polyvox.settings import Settings
 
 
@@ -15,8 +15,8 @@ def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_engine(request: Request) -> Engine:
-    return request.app.state.engine
+def get_backend(request: Request) -> Backend:
+    return request.app.state.backend
 
 
 def get_service(request: Request) -> SpeechService:

@@ -1,6 +1,6 @@
 """Every error the server answers, in OpenAI's shape `{"error": {"message", "type", "param", "code"}}`.
 
-Engine exceptions, FastAPI validation errors and Starlette's HTTP errors are translated here, once.
+Backend exceptions, FastAPI validation errors and Starlette's HTTP errors are translated here, once.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from polyvox.engines.errors import EngineError, EngineInputError, EngineOverloaded
+from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded
 
 log = logging.getLogger(__name__)
 
@@ -97,15 +97,15 @@ def from_validation_errors(errors: Sequence[Any]) -> APIError:
     return APIError(status, message, param=param, code="invalid_value")
 
 
-def from_engine_error(exc: Exception) -> APIError:
+def from_backend_error(exc: Exception) -> APIError:
     if isinstance(exc, DeadlineExceeded):
         return APIError(504, str(exc), code="timeout")
-    if isinstance(exc, EngineInputError):
+    if isinstance(exc, BackendInputError):
         return APIError(422, exc.message, param=exc.param, code=exc.code)
-    if isinstance(exc, EngineOverloaded):
+    if isinstance(exc, BackendOverloaded):
         message = str(exc) or "the engine is overloaded"
         return APIError(429, message, code="rate_limit_exceeded", headers={"Retry-After": "1"})
-    if isinstance(exc, EngineError):
+    if isinstance(exc, BackendError):
         return APIError(500, f"synthesis failed: {exc}", code="engine_error")
     return APIError(500, "internal server error", code="internal_error")
 
@@ -138,8 +138,8 @@ def install_error_handlers(app: FastAPI) -> None:
         count(request, error)
         return error_response(error)
 
-    async def on_engine(request: Request, exc: Exception) -> JSONResponse:
-        error = from_engine_error(exc)
+    async def on_backend_error(request: Request, exc: Exception) -> JSONResponse:
+        error = from_backend_error(exc)
         if error.status_code >= 500:
             log.error("engine failure on %s: %s", request.url.path, exc)
         count(request, error)
@@ -154,7 +154,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(APIError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
-    app.add_exception_handler(EngineInputError, on_engine)
-    app.add_exception_handler(EngineError, on_engine)
-    app.add_exception_handler(DeadlineExceeded, on_engine)
+    app.add_exception_handler(BackendInputError, on_backend_error)
+    app.add_exception_handler(BackendError, on_backend_error)
+    app.add_exception_handler(DeadlineExceeded, on_backend_error)
     app.add_exception_handler(Exception, on_unexpected)

@@ -41,7 +41,7 @@ class Metrics:
         self.in_flight = Gauge("polyvox_requests_in_flight", "Syntheses running now.", registry=r)
         self.queue_depth = Gauge("polyvox_queue_depth", "Speech requests waiting for a slot.", registry=r)
         self.errors = Counter("polyvox_errors", "Errors answered, by type.", ["type"], registry=r)
-        self.engine_restarts = Counter(
+        self.backend_restarts = Counter(
             "polyvox_engine_restarts", "Times the engine was restarted after it stopped serving.", registry=r
         )
         self.cache_lookups = Counter(

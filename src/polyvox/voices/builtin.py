@@ -21,7 +21,7 @@ from pathlib import Path
 
 import anyio
 
-from polyvox.engines.base import Engine, ReferenceAudio
+from polyvox.backends.base import Backend, ReferenceAudio
 from polyvox.voices.design import FrozenPrompt, VoiceDesign, freeze_design, reference_of
 from polyvox.voices.store import atomic_write
 
@@ -87,23 +87,23 @@ class BuiltinFreezer:
             return None
         return self.directory / f"{voice.name}-{self.key(voice, model_id)}.wav"
 
-    def frozen(self, voice: VoiceDesign, engine: Engine) -> ReferenceAudio | None:
+    def frozen(self, voice: VoiceDesign, backend: Backend) -> ReferenceAudio | None:
         """The voice's reference if it is already frozen in this process, else None."""
-        return self._memory.get(f"{voice.name}-{self.key(voice, engine.info.model_id)}")
+        return self._memory.get(f"{voice.name}-{self.key(voice, backend.info.model_id)}")
 
-    async def reference(self, voice: VoiceDesign, engine: Engine) -> ReferenceAudio:
+    async def reference(self, voice: VoiceDesign, backend: Backend) -> ReferenceAudio:
         """The voice's frozen clip as a reference: read from disk, or generated now (once, however
         many requests ask at the same time)."""
-        key = f"{voice.name}-{self.key(voice, engine.info.model_id)}"
+        key = f"{voice.name}-{self.key(voice, backend.info.model_id)}"
         if key in self._memory:
             return self._memory[key]
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             if key not in self._memory:
-                path = self.path(voice, engine.info.model_id)
+                path = self.path(voice, backend.info.model_id)
                 frozen = await anyio.to_thread.run_sync(_read_frozen, path)
                 if frozen is None:
-                    frozen = await freeze_design(voice, engine, self.max_patches)
+                    frozen = await freeze_design(voice, backend, self.max_patches)
                     self.freezes += 1
                     await anyio.to_thread.run_sync(self._write_frozen, path, frozen)
                 self._memory[key] = await anyio.to_thread.run_sync(reference_of, frozen)

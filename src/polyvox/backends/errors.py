@@ -1,0 +1,21 @@
+"""Exceptions back ends raise; the server translates each into one HTTP error, once."""
+
+from __future__ import annotations
+
+
+class BackendError(Exception):
+    """Something went wrong inside an engine (a 5xx for the affected request only)."""
+
+
+class BackendOverloaded(BackendError):
+    """The engine cannot take more work now (429)."""
+
+
+class BackendInputError(ValueError):
+    """The request is well-formed but this engine cannot serve it (422). `param` names the field at fault."""
+
+    def __init__(self, message: str, param: str | None = None, code: str = "unsupported_input"):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code

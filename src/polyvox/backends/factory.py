@@ -1,0 +1,46 @@
+"""Chooses and builds the back end the settings ask for: VoxCPM2 with a checkpoint or random weights,
+otherwise the embedded CPU voice; `build_backend` puts the text front end (lexicon,
+normalisation, long-text splitting) in front of it, as every serving path uses it. Back ends
+are imported lazily so each one's dependencies load only when it is served."""
+
+from __future__ import annotations
+
+from polyvox.backends.base import Backend
+from polyvox.backends.text_pipeline import TextPipeline
+from polyvox.settings import Settings
+from polyvox.text.frontend import TextFrontend
+from polyvox.text.lexicon import Lexicon
+
+
+def build_model_backend(settings: Settings) -> Backend:
+    """The model back end `settings` select (not started yet)."""
+    if settings.model or settings.random_weights:
+        from polyvox.backends.voxcpm2 import VoxCPM2Backend
+
+        return VoxCPM2Backend.from_settings(settings)
+
+    from polyvox.backends.embedded import EmbeddedBackend
+
+    return (
+        EmbeddedBackend.from_settings(settings)
+        if hasattr(EmbeddedBackend, "from_settings")
+        else EmbeddedBackend()
+    )
+
+
+def with_text_frontend(backend: Backend, settings: Settings) -> TextPipeline:
+    """`backend` behind the text front end `settings` describe (an already wrapped one is kept)."""
+    if isinstance(backend, TextPipeline):
+        return backend
+    lexicon = Lexicon.load(settings.lexicon_path) if settings.lexicon_path is not None else Lexicon()
+    frontend = TextFrontend(
+        lexicon, normalize_default=settings.normalize, max_piece_chars=settings.max_piece_chars
+    )
+    return TextPipeline(
+        backend, frontend, lookahead=settings.piece_lookahead, crossfade_ms=settings.crossfade_ms
+    )
+
+
+def build_backend(settings: Settings) -> TextPipeline:
+    """What `polyvox serve` and `polyvox say` speak with: the selected back end behind the text front end."""
+    return with_text_frontend(build_model_backend(settings), settings)

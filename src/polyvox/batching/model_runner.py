@@ -1,0 +1,291 @@
+"""Runs one engine step on the model: the packed LM forward for every scheduled chunk, then the LocDiT
+CFM solve, stop head and streaming VAE decode for every sequence whose context is complete.
+
+Owns the two paged KV pools (base LM and residual LM, one block table per sequence for both), sizes
+them from memory, and keeps per-request state that lives on the device (hidden states, VAE state).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from polyvox.batching.compile import compile_step_modules
+from polyvox.batching.config import BatchingConfig
+from polyvox.batching.graphs import AdvanceGraphs, DiTGraphs
+from polyvox.batching.scheduler import ScheduledChunk
+from polyvox.batching.sequence import Sequence
+from polyvox.batching.vae_graphs import VAEDecodeGraphs
+from polyvox.batching.vae_state_pool import VAEStatePool
+from polyvox.models.voxcpm2.attention import AttentionMetadata, compare_backends, use_backend
+from polyvox.models.voxcpm2.host_to_device import device_tensor, to_device
+from polyvox.models.voxcpm2.kv_cache import PagedKVCache
+
+log = logging.getLogger(__name__)
+FLASH_TOLERANCE = 5e-2  # flash-attn vs SDPA on random fp16/bf16 inputs of unit scale
+
+
+@dataclass(slots=True)
+class PatchOutput:
+    """What one sequence produced in a step: the patch latent `[P, D]`, its audio, the stop head's vote."""
+
+    seq: Sequence
+    patch: torch.Tensor
+    audio: np.ndarray
+    stop: bool
+
+
+class ModelRunner:
+    def __init__(
+        self, lm, vae, model_config, config: BatchingConfig, device: torch.device, dtype: torch.dtype
+    ):
+        self.lm = lm
+        self.vae = vae
+        self.model_config = model_config
+        self.config = config
+        self.device = torch.device(device)
+        self.dtype = dtype
+        self.block_size = config.kv_block_size
+        self.patch_size = model_config.patch_size
+        self.feat_dim = model_config.feat_dim
+        lm_cfg = model_config.lm_config
+        self.kv_shape = dict(
+            block_size=self.block_size,
+            num_kv_heads=lm_cfg.num_key_value_heads,
+            head_dim=lm_cfg.head_dim,
+            dtype=dtype,
+        )
+        self.base_layers = lm_cfg.num_hidden_layers
+        self.attention_backend = self._choose_attention(config.attention_backend, lm_cfg)
+        self.res_layers = model_config.residual_lm_num_layers
+        self.num_kv_blocks = config.num_kv_blocks or self._blocks_from_memory()
+        # one more block than the block manager hands out: the scratch block padded graph rows write to
+        pool_blocks = self.num_kv_blocks + 1
+        self.base_kv = PagedKVCache(self.base_layers, pool_blocks, device=self.device, **self.kv_shape)
+        self.res_kv = PagedKVCache(self.res_layers, pool_blocks, device=self.device, **self.kv_shape)
+        vae_param = next(vae.parameters())
+        self.vae_pool = VAEStatePool(vae, config.max_num_seqs, vae_param.device, vae_param.dtype)
+        self.timings: dict[str, float] | None = None  # set to {} to accumulate seconds per phase
+        self.compiled = compile_step_modules(lm, vae, config.compile)
+        use_graphs = config.cuda_graphs and self.device.type == "cuda"
+        self.graphs = DiTGraphs(lm, config.max_graph_batch) if use_graphs else None
+        self.advance_graphs = (
+            AdvanceGraphs(
+                lm,
+                self.base_kv,
+                self.res_kv,
+                self.block_size,
+                self.num_kv_blocks,
+                config.max_graph_batch,
+                True,
+            )
+            if use_graphs
+            else None
+        )
+        self.vae_graphs = (
+            VAEDecodeGraphs(vae, self.vae_pool, config.max_graph_batch, True)
+            if use_graphs and self.vae_pool.device.type == "cuda"
+            else None
+        )
+
+    def _choose_attention(self, requested: str, lm_cfg) -> str:
+        """The paged-attention backend in effect on this device; flash-attn only if it agrees with SDPA."""
+        backend = use_backend(requested)
+        if backend == "flash" and not (
+            self.device.type == "cuda" and self.dtype in (torch.float16, torch.bfloat16)
+        ):
+            backend = "sdpa"  # flash-attn takes CUDA fp16/bf16 only
+        elif backend == "flash":
+            heads = (lm_cfg.num_attention_heads, lm_cfg.num_key_value_heads, lm_cfg.head_dim)
+            try:
+                diff = compare_backends(self.device, self.dtype, *heads)
+            except Exception as exc:  # e.g. a build without kernels for this GPU
+                log.warning("flash-attn failed its start-up check (%s)", exc)
+                diff = float("inf")
+            if not diff <= FLASH_TOLERANCE:
+                log.warning(
+                    "flash-attn disagrees with SDPA (max diff %.3g); attention runs through SDPA", diff
+                )
+                backend = use_backend("sdpa")
+        log.info("paged attention backend: %s", backend)
+        return backend
+
+    @property
+    def bytes_per_block(self) -> int:
+        return PagedKVCache.bytes_per_block(self.base_layers + self.res_layers, **self.kv_shape)
+
+    def _blocks_from_memory(self) -> int:
+        if self.device.type == "cuda":
+            free, total = torch.cuda.mem_get_info(self.device)
+            used_by_others = total - free
+            budget = total * self.config.gpu_memory_utilization - used_by_others - self._activation_reserve()
+        else:
+            budget = self.config.cpu_kv_cache_bytes
+        blocks = int(budget // self.bytes_per_block)
+        if blocks < 1:
+            msg = "no memory for the KV cache; raise gpu_memory_utilization or set num_kv_blocks"
+            raise RuntimeError(msg)
+        return blocks
+
+    def _activation_reserve(self) -> int:
+        """Room for a step's activations: the DiT's CFG batch dominates, plus the VAE decode."""
+        hidden = self.model_config.lm_config.hidden_size
+        rows = 2 * self.config.max_num_seqs * 11 + self.config.max_num_batched_tokens
+        return (1 << 30) + rows * hidden * 64
+
+    @contextmanager
+    def _phase(self, name: str):
+        if self.timings is None:
+            yield
+            return
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        t0 = time.perf_counter()
+        yield
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+
+    # ------------------------------------------------------------------ step
+
+    @torch.inference_mode()
+    def run(self, chunks: list[ScheduledChunk]) -> list[PatchOutput]:
+        decodes = [c for c in chunks if c.is_decode]
+        prefills = [c for c in chunks if not c.is_decode]
+        if prefills:
+            with self._phase("prefill"):
+                self._prefill(prefills)
+        if decodes:
+            with self._phase("advance"):
+                self._advance(decodes)
+        ready = [c.seq for c in chunks if c.completes]
+        return self._generate(ready) if ready else []
+
+    def _meta(self, chunks: list[ScheduledChunk]) -> AttentionMetadata:
+        return AttentionMetadata.build(
+            [c.start for c in chunks],
+            [c.end - c.start for c in chunks],
+            [c.seq.block_table for c in chunks],
+            self.block_size,
+            self.device,
+        )
+
+    def _prefill(self, chunks: list[ScheduledChunk]) -> None:
+        tokens, text_mask, audio_mask, feats = [], [], [], []
+        for c in chunks:
+            seq, t = c.seq, c.seq.num_prompt_tokens
+            p_end = min(c.end, t)
+            if c.start < p_end:
+                tokens.append(seq.tokens[c.start : p_end])
+                text_mask.append(seq.text_mask[c.start : p_end])
+                audio_mask.append(seq.audio_mask[c.start : p_end])
+                feats.append(to_device(seq.feats[c.start : p_end], self.device, self.dtype))
+            g_start = max(c.start, t)
+            if g_start < c.end:
+                n = c.end - g_start
+                tokens.append(torch.zeros(n, dtype=torch.long))
+                text_mask.append(torch.zeros(n))
+                audio_mask.append(torch.ones(n))
+                feats.append(torch.stack(seq.patches[g_start - t : c.end - t]).to(self.device, self.dtype))
+        lm_hidden, res_hidden = self.lm.prefill(
+            to_device(torch.cat(tokens), self.device),
+            to_device(torch.cat(text_mask), self.device, self.dtype),
+            to_device(torch.cat(audio_mask), self.device, self.dtype),
+            torch.cat(feats),
+            self._meta(chunks),
+            self.base_kv,
+            self.res_kv,
+        )
+        for i, c in enumerate(chunks):
+            if c.completes:
+                c.seq.lm_hidden, c.seq.residual_hidden = lm_hidden[i], res_hidden[i]
+
+    def _advance(self, chunks: list[ScheduledChunk]) -> None:
+        patches = torch.stack([c.seq.patches[-1] for c in chunks]).to(self.device, self.dtype)
+        out = None
+        if self.advance_graphs is not None:
+            try:
+                out = self.advance_graphs(
+                    patches, [c.start for c in chunks], [c.seq.block_table for c in chunks]
+                )
+            except Exception as exc:  # any capture failure: run eagerly from now on
+                log.warning("CUDA graph for the LM advance failed (%s); it runs eagerly", exc)
+                self.advance_graphs = None
+        lm_hidden, res_hidden = out or self.lm.advance(patches, self._meta(chunks), self.base_kv, self.res_kv)
+        for i, c in enumerate(chunks):
+            c.seq.lm_hidden, c.seq.residual_hidden = lm_hidden[i], res_hidden[i]
+
+    def _generate(self, seqs: list[Sequence]) -> list[PatchOutput]:
+        lm_hidden = torch.stack([s.lm_hidden for s in seqs])
+        res_hidden = torch.stack([s.residual_hidden for s in seqs])
+        prev = torch.stack([to_device(s.prev_patch, self.device, self.dtype) for s in seqs])
+        noise = torch.cat([s.next_noise(self.feat_dim, self.patch_size) * s.params.temperature for s in seqs])
+        noise = to_device(noise, self.device, self.dtype)
+        cfg = device_tensor([s.params.cfg_value for s in seqs], self.dtype, self.device)
+        with self._phase("dit"):
+            patches = self._solve(seqs, lm_hidden, res_hidden, prev, noise, cfg)
+        stops = self.lm.stop_logits(lm_hidden).argmax(dim=-1)  # read after the decode is queued
+        if self.config.decode_audio:
+            with self._phase("vae"):
+                audio = self._decode_audio(seqs, patches).cpu().numpy()
+        else:
+            audio = np.zeros((len(seqs), 0), dtype=np.float32)
+        stops = stops.tolist()
+        return [PatchOutput(s, patches[i], audio[i], bool(stops[i])) for i, s in enumerate(seqs)]
+
+    def _solve(self, seqs, lm_hidden, res_hidden, prev, noise, cfg) -> torch.Tensor:
+        """The LocDiT CFM solve, one call per distinct `inference_timesteps` among the sequences."""
+        groups = sorted({s.params.inference_timesteps for s in seqs})
+        if len(groups) == 1:
+            return self._decode_patch(lm_hidden, res_hidden, prev, noise, cfg, groups[0])
+        patches = torch.empty(len(seqs), self.patch_size, self.feat_dim, device=self.device, dtype=self.dtype)
+        for steps in groups:
+            idx = [i for i, s in enumerate(seqs) if s.params.inference_timesteps == steps]
+            rows = device_tensor(idx, torch.long, self.device)
+            args = (lm_hidden[rows], res_hidden[rows], prev[rows], noise[rows], cfg[rows])
+            patches[rows] = self._decode_patch(*args, steps)
+        return patches
+
+    def _decode_patch(self, *args) -> torch.Tensor:
+        return self.graphs.decode_patch(*args) if self.graphs is not None else self.lm.decode_patch(*args)
+
+    def _decode_audio(self, seqs: list[Sequence], patches: torch.Tensor) -> torch.Tensor:
+        pool = self.vae_pool
+        for s in seqs:
+            if s.vae_slot is None:
+                s.vae_slot = pool.acquire()
+                if s.context_patches is not None:  # continuation: prime the decoder with the prompt's tail
+                    slot = device_tensor([s.vae_slot], torch.long, pool.device)
+                    context = (
+                        s.context_patches.to(pool.device, pool.dtype)
+                        .flatten(0, 1)
+                        .T.unsqueeze(0)
+                        .contiguous()
+                    )
+                    _, primed = self.vae.decode_stream(context, pool.gather(slot))
+                    pool.scatter(slot, primed)
+        latents = patches.transpose(1, 2).to(pool.dtype).contiguous()  # one layout: no recompiles
+        if self.vae_graphs is not None:
+            try:
+                audio = self.vae_graphs(latents, [s.vae_slot for s in seqs])
+            except Exception as exc:  # a capture failure (it touches only the scratch slot): go eager
+                log.warning("CUDA graph for the VAE decode failed (%s); it runs eagerly", exc)
+                self.vae_graphs = None
+                audio = None
+            if audio is not None:
+                return audio
+        slots = device_tensor([s.vae_slot for s in seqs], torch.long, pool.device)
+        audio, state = self.vae.decode_stream(latents, pool.gather(slots))
+        pool.scatter(slots, state)
+        return audio.float()
+
+    def release(self, seq: Sequence) -> None:
+        """A finished request gives its decoder state slot back."""
+        if seq.vae_slot is not None:
+            self.vae_pool.release(seq.vae_slot)
+            seq.vae_slot = None

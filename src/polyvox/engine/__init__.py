@@ -1,1 +1,0 @@
-"""Continuous batching for VoxCPM2: sequences, KV blocks, scheduler, model runner, engine loop."""

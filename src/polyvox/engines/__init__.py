@@ -1,1 +1,0 @@
-"""Synthesis engines behind one contract: the embedded voice and VoxCPM2."""

@@ -1,0 +1,1 @@
+"""Admin routes under `/admin/`: the pronunciation lexicon."""

@@ -1,0 +1,1 @@
+"""The server's life: draining on SIGTERM, back-end supervision, health, readiness and shared state."""

@@ -1,0 +1,94 @@
+"""Graceful shutdown: on SIGTERM the server drains before it exits.
+
+`Lifecycle.draining` turns `/ready` to 503 and refuses new speech requests with 503 while the
+listener stays open (so load balancers see the change and clients get an answer, not a refused
+connection); in-flight requests run to completion, bounded by `shutdown_grace_s`; then uvicorn's own
+graceful shutdown closes the connections and the lifespan stops the engine, and the process exits 0.
+A second SIGTERM, or SIGINT, skips the wait.
+
+A request is in flight from the moment it is accepted: while its body is read, while it waits for a
+builtin voice's first-use freeze, in the admission queue, and while it runs (`Lifecycle.accepting`
+counts it until it holds an admission slot, which counts it from then on).
+
+An engine that fails its first start stops the server too (`DrainingServer.failure`): the process
+exits non-zero instead of answering 503 forever.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Callable, Iterator
+from types import FrameType
+
+import uvicorn
+
+log = logging.getLogger(__name__)
+
+
+class Lifecycle:
+    """The drain flag and its deadline; `busy()` says whether requests are still in flight."""
+
+    def __init__(self) -> None:
+        self.draining = False
+        self.drain_deadline = 0.0
+        self.accepted = 0  # requests accepted that hold no admission slot yet
+
+    @contextlib.contextmanager
+    def accepting(self) -> Iterator[float]:
+        """Count one accepted request as in flight for the block; yields when it was accepted
+        (`time.perf_counter()`, where its deadline starts)."""
+        self.accepted += 1
+        try:
+            yield time.perf_counter()
+        finally:
+            self.accepted -= 1
+
+    def begin_drain(self, grace_s: float) -> None:
+        if not self.draining:
+            self.draining = True
+            self.drain_deadline = time.monotonic() + grace_s
+
+    def drained(self, busy: Callable[[], bool]) -> bool:
+        """Draining and either nothing is in flight or the grace period is over."""
+        return self.draining and (not busy() or time.monotonic() >= self.drain_deadline)
+
+
+class DrainingServer(uvicorn.Server):
+    """A uvicorn server whose SIGTERM drains first (see the module docstring); exits 0 after a drain."""
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        lifecycle: Lifecycle,
+        busy: Callable[[], bool],
+        grace_s: float,
+        failure: Callable[[], str | None] = lambda: None,
+    ):
+        super().__init__(config)
+        self.lifecycle = lifecycle
+        self.busy = busy
+        self.grace_s = grace_s
+        self.backend_failure = failure
+        self.failure: str | None = None  # why the engine failed to start, once the server stopped for it
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if sig == signal.SIGTERM and not self.lifecycle.draining:
+            log.info("SIGTERM: draining (up to %.0f s), new requests get 503", self.grace_s)
+            self.lifecycle.begin_drain(self.grace_s)
+            return
+        if sig == signal.SIGTERM:
+            self.should_exit = True  # a second SIGTERM: stop waiting
+            return
+        super().handle_exit(sig, frame)
+
+    async def on_tick(self, counter: int) -> bool:
+        if not self.should_exit and self.lifecycle.drained(self.busy):
+            log.info("drained: shutting down")
+            self.should_exit = True
+        if not self.should_exit and (failure := self.backend_failure()) is not None:
+            log.error("the engine failed to start: shutting down")
+            self.failure, self.should_exit = failure, True
+        return await super().on_tick(counter)

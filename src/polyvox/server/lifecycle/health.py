@@ -1,0 +1,48 @@
+"""Liveness (`GET|HEAD /health`), readiness (`GET /ready`, 503 until the engine is warm) and
+Prometheus metrics (`GET /metrics`)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from polyvox.backends.base import Backend
+from polyvox.server.deps import get_backend, get_metrics
+from polyvox.server.errors import APIError
+from polyvox.server.metrics import Metrics
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health")
+@router.head("/health", include_in_schema=False)
+async def health() -> dict[str, str]:
+    """The process is up and answering."""
+    return {"status": "ok"}
+
+
+@router.get("/ready")
+async def ready(request: Request, backend: Backend = Depends(get_backend)) -> dict[str, str]:
+    """Ready to synthesise: the engine has started and warmed up, and the server is not draining."""
+    if request.app.state.lifecycle.draining:
+        raise APIError(503, "the server is shutting down", code="shutting_down")
+    if not backend.ready:
+        failure = getattr(request.app.state, "backend_failure", None)
+        if failure:
+            raise APIError(503, f"the engine failed to start: {failure}", code="engine_failed")
+        if request.app.state.supervisor.restarting:
+            raise APIError(
+                503,
+                "the engine is restarting after a failure",
+                code="engine_restarting",
+                headers={"Retry-After": "5"},
+            )
+        raise APIError(
+            503, "the engine is still starting", code="engine_not_ready", headers={"Retry-After": "5"}
+        )
+    return {"status": "ready", "engine": backend.info.name, "model": backend.info.model_id}
+
+
+@router.get("/metrics")
+async def metrics(m: Metrics = Depends(get_metrics)) -> Response:
+    return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)

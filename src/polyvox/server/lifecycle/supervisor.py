@@ -1,0 +1,66 @@
+"""Backend supervision: an engine that was serving and stops being ready (e.g. the VoxCPM2 step loop
+gave up after several failed steps in a row) is stopped and started again, with a growing pause
+between failed tries. Requests in flight when it died have failed already; while it restarts
+`/ready` and new speech requests answer 503. Model weights stay loaded: `stop()` / `start()` rebuild
+only the engine's runtime (its step loop, KV cache and runner).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from polyvox.backends.base import Backend
+from polyvox.server.lifecycle.draining import Lifecycle
+from polyvox.server.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+
+class BackendSupervisor:
+    """Watches `engine.ready` every `interval_s` once the engine has started (`served` is set by
+    whoever started it); `run()` is a task."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        lifecycle: Lifecycle,
+        metrics: Metrics,
+        interval_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+    ):
+        self.backend = backend
+        self.lifecycle = lifecycle
+        self.metrics = metrics
+        self.interval_s = interval_s
+        self.max_backoff_s = max_backoff_s
+        self.served = False
+        self.restarting = False  # from the moment a served engine is found down until it is ready again
+
+    async def run(self) -> None:
+        backoff = self.interval_s
+        while True:
+            await asyncio.sleep(self.interval_s)
+            if self.backend.ready:
+                backoff, self.restarting = self.interval_s, False
+                continue
+            if not self.served or self.lifecycle.draining:
+                continue  # still starting for the first time, or shutting down
+            if not await self.restart():
+                await asyncio.sleep(backoff)
+                backoff = min(2 * backoff, self.max_backoff_s)
+
+    async def restart(self) -> bool:
+        """Stop and start the engine once; True when it came back ready."""
+        name = self.backend.info.name
+        log.error("engine %s stopped serving; restarting it", name)
+        self.restarting = True
+        try:
+            await self.backend.stop()
+            await self.backend.start()
+        except Exception:
+            log.exception("engine %s failed to restart", name)
+            return False
+        self.metrics.backend_restarts.inc()
+        log.info("engine %s restarted", name)
+        return self.backend.ready

@@ -1,1 +1,0 @@
-"""HTTP routers, one per concern: speech, models and voices, health and metrics."""

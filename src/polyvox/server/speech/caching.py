@@ -1,0 +1,76 @@
+"""The audio cache as speech requests use it: whether a request may use it (its X-Cache status), the
+key it is stored under, and lookups and stores in worker threads, off the event loop.
+
+X-Cache is HIT, MISS, BYPASS, ADHOC or DISABLED, and MISS-STORE-FAILED for a miss whose audio could
+not be stored (only a whole-file answer can say so: a stream's headers leave before its audio is stored)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import anyio
+import numpy as np
+
+from polyvox.backends.base import Backend
+from polyvox.cache import AudioCache, backend_fingerprint, cache_key
+from polyvox.server.metrics import Metrics
+from polyvox.server.speech.job import SpeechJob
+
+log = logging.getLogger(__name__)
+
+STORE_FAILED = "MISS-STORE-FAILED"
+
+
+class SpeechCache:
+    """An `AudioCache` (None when caching is off) behind the speech path's rules for using it."""
+
+    def __init__(self, store: AudioCache | None, metrics: Metrics, limiter: anyio.CapacityLimiter):
+        self.store = store
+        self.metrics = metrics
+        self.limiter = limiter
+
+    def assign(
+        self,
+        job: SpeechJob,
+        backend: Backend,
+        *,
+        adhoc: bool,
+        bypass: bool,
+        voice_print: Callable[[], str | None],
+    ) -> None:
+        """Set the job's X-Cache status: ADHOC for a one-off clone, DISABLED, BYPASS when the client
+        asked, else MISS with the key of its engine, request and voice (`voice_print()`)."""
+        if adhoc:
+            job.cache_status = "ADHOC"
+        elif self.store is None:
+            job.cache_status = "DISABLED"
+        elif bypass:
+            job.cache_status = "BYPASS"
+        else:
+            job.cache_status = "MISS"
+            job.cache_key = cache_key(backend_fingerprint(backend), job.request, voice_print())
+
+    async def lookup(self, job: SpeechJob) -> None:
+        """Look the job up (off the event loop); a hit makes it HIT and holds the audio."""
+        if self.store is not None and job.cache_key is not None:
+            job.cached = await anyio.to_thread.run_sync(self.store.get, job.cache_key, limiter=self.limiter)
+            if job.cached is not None:
+                job.cache_status = "HIT"
+        self.metrics.cache_lookups.labels(result=job.cache_status.lower()).inc()
+
+    async def put(self, job: SpeechJob, parts: list[np.ndarray], rate: int) -> None:
+        """Cache a finished synthesis. A failure to store (the cache logs why) never fails the request:
+        it turns the job's status into STORE_FAILED."""
+        if self.store is None or job.cache_key is None or not parts:
+            return
+        samples = np.concatenate(parts)
+        try:
+            stored = await anyio.to_thread.run_sync(
+                self.store.put, job.cache_key, samples, rate, limiter=self.limiter
+            )
+        except Exception:
+            log.exception("audio cache store failed for request %s", job.request.request_id)
+            stored = False
+        if not stored:
+            job.cache_status = STORE_FAILED

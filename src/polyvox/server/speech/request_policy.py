@@ -1,0 +1,24 @@
+"""How the operator's settings shape what a client asked for: whether a request's `instructions`
+reach the engine (`instructions_mode`, with per-voice exceptions in `instructions_mode_by_voice`),
+and the output rate of a request that names none (`default_sample_rate`).
+
+`instructions` dropped here never reach the engine nor the cache key: with `ignore`, a request
+with instructions is the same request as one without.
+"""
+
+from __future__ import annotations
+
+from polyvox.audio.formats import default_output_rate
+from polyvox.backends.base import BackendInfo
+from polyvox.settings import Settings
+
+
+def instructions_for(settings: Settings, voice: str, instructions: str | None) -> str | None:
+    """The request's `instructions` if its voice's mode is `design`, else None."""
+    mode = settings.instructions_mode_by_voice.get(voice, settings.instructions_mode)
+    return instructions if mode == "design" else None
+
+
+def default_rate(settings: Settings, backend: BackendInfo) -> int:
+    """The output rate of a request that names none, before it is fitted to the format."""
+    return default_output_rate(settings.default_sample_rate, backend.sample_rate)

@@ -1,0 +1,124 @@
+"""`POST /v1/audio/speech` (OpenAI) and `POST /v1/audio/speech/stream` (the seed system's chunked WAV)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from polyvox.server.catalog import check_model
+from polyvox.server.deps import get_service
+from polyvox.server.protocol import SpeechRequest
+from polyvox.server.speech.parsing import read_speech_request
+from polyvox.server.speech.streaming import SpeechStreamResponse, audio_stream, sse_stream
+from polyvox.server.speech.synthesis import ClientGone, SpeechService, until_disconnect
+from polyvox.voices.clips import ClipLimits
+
+router = APIRouter(tags=["speech"])
+
+# The body is parsed by hand (JSON or multipart), so its schema is declared for the OpenAPI page.
+_SPEECH_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": SpeechRequest.model_json_schema()},
+            "multipart/form-data": {"schema": SpeechRequest.model_json_schema()},
+        },
+    }
+}
+
+CLIENT_CLOSED = 499  # nginx's "client closed request"; nobody receives it, the metrics do
+
+
+async def _first_piece(pieces) -> bytes:
+    async for piece in pieces:
+        return piece
+    return b""
+
+
+def _no_cache(request: Request) -> bool:
+    """`Cache-Control: no-cache` or `no-store` from the client bypasses the audio cache."""
+    directives = {
+        part.strip().split("=")[0].lower() for part in request.headers.get("cache-control", "").split(",")
+    }
+    return bool(directives & {"no-cache", "no-store"})
+
+
+async def _speak(
+    request: Request, service: SpeechService, defaults: dict[str, Any] | None = None
+) -> Response:
+    settings = service.settings
+    # In flight from here until it holds an admission slot: a drain waits for it, its deadline runs.
+    with service.accept() as accepted_at:
+        body, reference = await read_speech_request(
+            request,
+            settings.max_request_bytes,
+            defaults,
+            max_upload_bytes=settings.max_upload_bytes,
+            clip_limits=ClipLimits.from_settings(settings),
+        )
+        check_model(body.model, service.backend, settings.accept_any_model)
+        voice = await service.resolve_voice(body.voice, reference, accepted_at=accepted_at)
+        job = service.prepare(
+            body,
+            # Streamed, as OpenAI answers by default; one whole file only when asked (`stream: false`).
+            stream=body.stream_format is not None or body.stream,
+            reference=reference,
+            no_cache=_no_cache(request),
+            voice=voice,
+            accepted_at=accepted_at,
+        )
+        await service.lookup(job)
+        headers = {"X-Request-Id": job.request.request_id, **job.cache_headers()}
+        try:
+            await service.admit(request, job)
+        except ClientGone:
+            return Response(status_code=CLIENT_CLOSED)
+    handed_over = False
+    try:
+        if not job.stream:
+            data = await until_disconnect(request, service.whole(job))
+            headers |= job.cache_headers()  # X-Cache now says whether the audio could be stored
+            return Response(data, media_type=job.content_type, headers=headers)
+        pieces = service.audio(job)
+        try:
+            # Wait for the first audio before sending headers, so early failures still get a status.
+            first = await until_disconnect(request, _first_piece(pieces))
+        except BaseException:
+            await pieces.aclose()
+            raise
+        if body.stream_format == "sse":
+            content = sse_stream(first, pieces, job, service.metrics)
+            headers |= {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+            media_type = "text/event-stream"
+        else:
+            content = audio_stream(first, pieces, job, service.metrics)
+            headers |= {"X-Accel-Buffering": "no"}
+            media_type = job.content_type
+
+        async def close() -> None:
+            try:
+                await pieces.aclose()
+            finally:
+                service.release(job)
+
+        handed_over = True
+        return SpeechStreamResponse(content, on_close=close, media_type=media_type, headers=headers)
+    except ClientGone:
+        return Response(status_code=CLIENT_CLOSED)
+    finally:
+        if not handed_over:
+            service.release(job)
+
+
+@router.post("/v1/audio/speech", openapi_extra=_SPEECH_BODY)
+async def create_speech(request: Request, service: SpeechService = Depends(get_service)) -> Response:
+    """Synthesise `input`: chunked audio as it is made (the default, or `stream_format=audio`), SSE
+    (`sse`), or one complete file with Content-Length (`stream: false`)."""
+    return await _speak(request, service)
+
+
+@router.post("/v1/audio/speech/stream", openapi_extra=_SPEECH_BODY)
+async def create_speech_stream(request: Request, service: SpeechService = Depends(get_service)) -> Response:
+    """The seed system's streaming route: chunked audio, WAV unless `response_format` says otherwise."""
+    return await _speak(request, service, defaults={"response_format": "wav", "stream_format": "audio"})

@@ -1,0 +1,333 @@
+"""Turns a validated speech request into encoded audio: shapes the engine request, takes an
+admission slot, drives the engine's chunks through the OutputPipeline off the event loop, and
+counts what it produced. Routes stay thin; everything a speech route does happens here (the job
+itself is `job`, cache rules `caching`, audio shaping `output`, disconnects `disconnect`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from typing import TypeVar
+
+import anyio
+import numpy as np
+from starlette.requests import Request
+
+from polyvox.audio import formats
+from polyvox.audio.errors import UnsupportedFormat
+from polyvox.audio.pipeline import OutputPipeline
+from polyvox.backends.base import OPENAI_VOICES, Backend, ReferenceAudio, SynthesisRequest
+from polyvox.cache import open_cache
+from polyvox.server.errors import APIError, DeadlineExceeded
+from polyvox.server.lifecycle.draining import Lifecycle
+from polyvox.server.metrics import Metrics
+from polyvox.server.protocol import SpeechRequest
+from polyvox.server.speech.admission import Admission, Overloaded
+from polyvox.server.speech.caching import SpeechCache
+from polyvox.server.speech.disconnect import ClientGone as ClientGone
+from polyvox.server.speech.disconnect import until_disconnect
+from polyvox.server.speech.job import SpeechJob
+from polyvox.server.speech.output import cached_chunks, complete_file, split_speed
+from polyvox.server.speech.request_policy import default_rate, instructions_for
+from polyvox.settings import Settings
+from polyvox.voices.errors import VoiceNotFound
+from polyvox.voices.registry import ResolvedVoice, VoiceRegistry
+
+log = logging.getLogger(__name__)
+
+# Control characters (NUL, escape...) are spoken as spaces: no engine should ever see them.
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+T = TypeVar("T")
+
+
+class SpeechService:
+    """Everything between a parsed `SpeechRequest` and the bytes a client receives."""
+
+    def __init__(
+        self, backend: Backend, settings: Settings, metrics: Metrics, lifecycle: Lifecycle | None = None
+    ):
+        self.backend = backend
+        self.settings = settings
+        self.metrics = metrics
+        self.lifecycle = lifecycle or Lifecycle()
+        store = None
+        if settings.cache_enabled:
+            store = open_cache(
+                settings.cache_dir,
+                settings.cache_max_bytes,
+                settings.cache_ttl_minutes,
+                metrics.cache_changed,
+            )
+        # Builtin, registered and uploaded voices (set by create_app); None: the engine's own names only.
+        self.voice_registry: VoiceRegistry | None = None
+        self.admission = Admission(
+            settings.max_concurrent_requests, settings.max_queue, on_change=metrics.admission_changed
+        )
+        # Encoding and resampling threads, bounded apart from anyio's shared default pool.
+        self.limiter = anyio.CapacityLimiter(max(4, settings.max_concurrent_requests))
+        self.cache = SpeechCache(store, metrics, self.limiter)
+
+    def voices(self) -> list[str]:
+        """OpenAI's voice names, any the engine adds, then registered and uploaded voices."""
+        if self.voice_registry is not None:
+            return self.voice_registry.names(self.backend)
+        return list(dict.fromkeys((*OPENAI_VOICES, *self.backend.info.voices)))
+
+    def busy(self) -> bool:
+        """Whether a speech request is in flight: accepted, waiting for a slot, or running."""
+        return self.lifecycle.accepted + self.admission.running + self.admission.waiting > 0
+
+    @contextlib.contextmanager
+    def accept(self) -> Iterator[float]:
+        """Accept a speech request (503 while draining) and count it in flight for the block, until it
+        holds an admission slot (which counts it from then on); yields the moment it was accepted, where
+        its deadline starts. A drain waits for what was accepted before it began."""
+        self._refuse_while_draining()
+        with self.lifecycle.accepting() as accepted_at:
+            yield accepted_at
+
+    def _refuse_while_draining(self) -> None:
+        if self.lifecycle.draining:
+            raise APIError(
+                503, "the server is shutting down", code="shutting_down", headers={"Retry-After": "5"}
+            )
+
+    async def resolve_voice(
+        self, name: str, reference: ReferenceAudio | None = None, accepted_at: float | None = None
+    ) -> ResolvedVoice | None:
+        """The voice `name` ready to speak, for `prepare(voice=...)`: a builtin voice of an engine that
+        clones is frozen into its reference prompt on first use (hence async). None when a one-off
+        `reference` replaces the voice, without a registry, or while the engine cannot serve.
+
+        A request `accepted_at` (see `accept()`) waits for a freeze only until its deadline, and still
+        resolves while draining; the freeze itself runs on for the requests after it."""
+        if reference is not None or self.voice_registry is None:
+            return None
+        if not self.backend.ready or (accepted_at is None and self.lifecycle.draining):
+            return None  # prepare() answers 503
+        resolving = self.voice_registry.resolve(name, self.backend)
+        try:
+            if accepted_at is None:
+                return await resolving
+            return await self._before_deadline(resolving, accepted_at)
+        except VoiceNotFound as exc:
+            raise APIError(400, exc.message, param="voice", code="voice_not_found") from exc
+
+    async def _before_deadline(self, work: Awaitable[T], accepted_at: float) -> T:
+        """`work`'s result, or DeadlineExceeded at the request's deadline (the work itself runs on)."""
+        task = asyncio.ensure_future(work)
+        remaining = accepted_at + self.settings.request_timeout_s - time.perf_counter()
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), max(0.0, remaining))
+        except TimeoutError as exc:
+            task.add_done_callback(_retrieve)
+            raise DeadlineExceeded(self.settings.request_timeout_s) from exc
+
+    def prepare(
+        self,
+        body: SpeechRequest,
+        *,
+        stream: bool,
+        reference: ReferenceAudio | None = None,
+        no_cache: bool = False,
+        voice: ResolvedVoice | None = None,
+        accepted_at: float | None = None,
+    ) -> SpeechJob:
+        """Check the request against settings and engine; APIError / BackendInputError if it cannot run.
+
+        `reference` is an uploaded one-off clone (never cached); `no_cache` is the client's
+        `Cache-Control: no-cache | no-store`; `voice` is `await resolve_voice(body.voice)` (when not
+        given, the voice is resolved here without freezing: a builtin voice not yet frozen speaks with
+        the engine's own voice of that name). `accepted_at` is when `accept()` took the request (its
+        deadline runs from there, and a drain that began since lets it run); None: accepted now,
+        refused while draining."""
+        if accepted_at is None:
+            self._refuse_while_draining()
+            accepted_at = time.perf_counter()
+        if not self.backend.ready:
+            raise APIError(
+                503,
+                "the engine is not ready (starting, or restarting after a failure: GET /ready says which)",
+                code="engine_not_ready",
+                headers={"Retry-After": "5"},
+            )
+        text = _CONTROL_CHARS.sub(" ", body.input)
+        if not text.strip():
+            raise APIError(400, "input must contain text to speak", param="input", code="empty_input")
+        _check_lengths(
+            self.settings.max_input_chars, input=text, instructions=body.instructions, ref_text=body.ref_text
+        )
+        if voice is None and reference is None and self.voice_registry is not None:
+            voice = self.voice_registry.resolve_ready(body.voice, self.backend)
+        if voice is None and reference is None and body.voice not in self.voices():
+            raise APIError(
+                400,
+                f"unknown voice {body.voice!r}; GET /v1/audio/voices lists the voices",
+                param="voice",
+                code="voice_not_found",
+            )
+        try:
+            rate = default_rate(self.settings, self.backend.info)
+            fmt, out_rate = formats.resolve(body.response_format, body.sample_rate, rate)
+        except UnsupportedFormat as exc:
+            raise APIError(400, exc.message, param=exc.param, code="unsupported_format") from exc
+        backend_speed, pipeline_speed = split_speed(self.backend.info, body.speed)
+        request = SynthesisRequest(
+            text=text,
+            voice=body.voice,
+            instructions=instructions_for(self.settings, body.voice, body.instructions),
+            speed=backend_speed,
+            seed=body.seed,
+            cfg_value=body.cfg_value if body.cfg_value is not None or voice is None else voice.cfg_value,
+            inference_timesteps=body.inference_timesteps
+            if body.inference_timesteps is not None or voice is None
+            else voice.inference_timesteps,
+            reference=reference if reference is not None or voice is None else voice.reference,
+            normalize=body.normalize,
+            request_id=uuid.uuid4().hex,
+        )
+        self.backend.validate(request)
+        job = SpeechJob(request, fmt, out_rate, pipeline_speed, stream, received_at=accepted_at)
+        self.cache.assign(
+            job,
+            self.backend,
+            adhoc=reference is not None,
+            bypass=no_cache or not body.cache,
+            voice_print=lambda: voice.voice_prompt_hash if voice is not None else None,
+        )
+        return job
+
+    async def lookup(self, job: SpeechJob) -> None:
+        """Look the job up in the cache (off the event loop); a hit makes it HIT and holds the audio."""
+        await self.cache.lookup(job)
+        self._log_request(job)
+
+    def _log_request(self, job: SpeechJob) -> None:
+        """One line per speech request: the text only as length and hash unless `log_request_text`."""
+        if not log.isEnabledFor(logging.INFO):
+            return
+        text = job.request.text
+        shown = repr(text) if self.settings.log_request_text else f"sha256:{_digest(text)}"
+        log.info(
+            "speech %s: %d chars %s voice=%s format=%s stream=%s cache=%s",
+            job.request.request_id,
+            len(text),
+            shown,
+            job.request.voice,
+            job.fmt.name,
+            job.stream,
+            job.cache_status,
+        )
+
+    async def admit(self, request: Request, job: SpeechJob) -> None:
+        """Take an admission slot (waiting in line); 429 when the line is full, ClientGone on disconnect.
+
+        Cache hits need no slot: they never reach the engine."""
+        if job.cached is not None:
+            return
+        remaining = job.received_at + self.settings.request_timeout_s - time.perf_counter()
+        try:
+            await until_disconnect(request, asyncio.wait_for(self.admission.acquire(), max(0.0, remaining)))
+        except TimeoutError as exc:  # waited in the queue past the request's deadline
+            raise DeadlineExceeded(self.settings.request_timeout_s) from exc
+        except Overloaded as exc:
+            raise APIError(
+                429, str(exc), code="rate_limit_exceeded", headers={"Retry-After": str(exc.retry_after_s)}
+            ) from exc
+        job.admitted = True
+
+    def release(self, job: SpeechJob) -> None:
+        if job.admitted:
+            job.admitted = False
+            self.admission.release()
+            self.admission.observe_latency(time.perf_counter() - job.received_at)
+
+    async def audio(self, job: SpeechJob) -> AsyncIterator[bytes]:
+        """The encoded response, piece by piece as the engine makes audio. Closing it cancels the engine.
+
+        Raises DeadlineExceeded once the request has run `settings.request_timeout_s`."""
+        deadline = job.received_at + self.settings.request_timeout_s
+        in_rate = job.cached.sample_rate if job.cached is not None else self.backend.info.sample_rate
+        pipeline = await anyio.to_thread.run_sync(
+            OutputPipeline, in_rate, job.out_rate, job.fmt, job.pipeline_speed
+        )
+        if job.cached is not None:
+            chunks = cached_chunks(job.cached)
+        else:
+            chunks = aiter(self.backend.generate(job.request))
+            self.metrics.input_chars.inc(len(job.request.text))
+        keep: list[np.ndarray] | None = [] if job.cache_status == "MISS" else None
+        first = True
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(deadline - time.perf_counter()):
+                        chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError as exc:
+                    raise DeadlineExceeded(self.settings.request_timeout_s) from exc
+                samples = np.asarray(chunk, dtype=np.float32).reshape(-1)
+                seconds = samples.size / in_rate / job.pipeline_speed
+                job.audio_seconds += seconds
+                if keep is not None:
+                    keep.append(samples)
+                if job.cached is None:
+                    self.metrics.audio_seconds.inc(seconds)
+                data = await anyio.to_thread.run_sync(pipeline.push, samples, limiter=self.limiter)
+                if data:
+                    if first:
+                        first = False
+                        self._observe_ttfa(job)
+                    yield data
+            job.spoken_chars = getattr(chunks, "characters", None)
+            if keep is not None:
+                await self.cache.put(job, keep, in_rate)
+            tail = await anyio.to_thread.run_sync(pipeline.finish, limiter=self.limiter)
+            if tail:
+                if first:
+                    self._observe_ttfa(job)
+                yield tail
+        finally:
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    def _observe_ttfa(self, job: SpeechJob) -> None:
+        self.metrics.ttfa.labels(stream=str(job.stream).lower()).observe(
+            time.perf_counter() - job.received_at
+        )
+
+    async def whole(self, job: SpeechJob) -> bytes:
+        """The complete file for a non-streamed answer (WAV gets its exact sizes)."""
+        return complete_file(b"".join([piece async for piece in self.audio(job)]), job.fmt, job.out_rate)
+
+
+def _check_lengths(limit: int, **fields: str | None) -> None:
+    """Each text field within `limit` characters; over it, a 400 naming the field (as OpenAI answers
+    an over-long `input`)."""
+    for param, value in fields.items():
+        if value is not None and len(value) > limit:
+            raise APIError(
+                400,
+                f"{param} is {len(value)} characters; the limit is {limit}",
+                param=param,
+                code=f"{param}_too_long",
+            )
+
+
+def _retrieve(task: asyncio.Future) -> None:
+    """The outcome of work no request waits for any more (a voice freeze past its request's deadline)."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.warning("work that outlived its request's deadline failed: %s: %s", type(exc).__name__, exc)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

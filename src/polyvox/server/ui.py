@@ -1,0 +1,85 @@
+"""The web playground: the page at `/` and `/ui`, its static assets under `/ui/assets/`, and
+`GET /ui/config`, what the page needs to know about this server that no OpenAI route says.
+
+The page and its assets are static and open (`auth.OPEN_PATHS`, `auth.OPEN_PREFIXES`); every API call
+the page makes carries the key its user enters, so `/ui/config` needs a key like any API route."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from fastapi import APIRouter, Depends, FastAPI
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, Field
+from starlette.staticfiles import StaticFiles
+
+from polyvox.server.deps import get_service
+from polyvox.server.speech.synthesis import SpeechService
+
+router = APIRouter(tags=["playground"])
+
+PAGE = files("polyvox") / "web" / "index.html"
+ASSETS_PATH = "/ui/assets"
+
+
+class PlaygroundConfig(BaseModel):
+    """The limits and engine facts the playground shapes its controls by."""
+
+    backend: str = Field(description="The engine's name: voxcpm2, embedded, ...")
+    model: str = Field(description="The engine's model id (also listed by GET /v1/models).")
+    native_sample_rate: int
+    # VoxCPM2 is the engine that clones; it also designs voices from `instructions` and takes
+    # `cfg_value` / `inference_timesteps`. BackendInfo declares the one capability, `can_clone`.
+    can_clone: bool
+    languages: list[str]
+    max_input_chars: int
+    voice_min_seconds: float
+    voice_max_seconds: float
+    max_upload_bytes: int
+    cfg_value: float = Field(description="The server's default `cfg_value`.")
+    inference_timesteps: int = Field(description="The server's default `inference_timesteps`.")
+    instructions_mode: str = Field(description="What `instructions` do: design, or ignore.")
+    instructions_mode_by_voice: dict[str, str] = Field(description="Per-voice exceptions to it.")
+    default_sample_rate: int | str = Field(description="Rate of formats other than pcm when none is asked.")
+
+
+def _page() -> HTMLResponse:
+    return HTMLResponse(PAGE.read_text(encoding="utf-8"), headers={"Cache-Control": "no-cache"})
+
+
+@router.get("/", include_in_schema=False)
+async def page_at_root() -> HTMLResponse:
+    return _page()
+
+
+@router.get("/ui", include_in_schema=False)
+async def page() -> HTMLResponse:
+    return _page()
+
+
+@router.get("/ui/config", response_model=PlaygroundConfig)
+async def playground_config(service: SpeechService = Depends(get_service)) -> PlaygroundConfig:
+    settings = service.settings
+    info = service.backend.info
+    return PlaygroundConfig(
+        backend=info.name,
+        model=info.model_id,
+        native_sample_rate=info.sample_rate,
+        can_clone=info.can_clone,
+        languages=list(info.languages),
+        max_input_chars=settings.max_input_chars,
+        voice_min_seconds=settings.voice_min_seconds,
+        voice_max_seconds=settings.voice_max_seconds,
+        max_upload_bytes=settings.max_upload_bytes,
+        cfg_value=settings.cfg_value,
+        inference_timesteps=settings.inference_timesteps,
+        instructions_mode=settings.instructions_mode,
+        instructions_mode_by_voice=dict(settings.instructions_mode_by_voice),
+        default_sample_rate=settings.default_sample_rate,
+    )
+
+
+def install(app: FastAPI) -> None:
+    """Serve the playground: its routes, and its assets as static files."""
+    app.include_router(router)
+    app.mount(ASSETS_PATH, StaticFiles(packages=[("polyvox", "web")]), name="ui-assets")

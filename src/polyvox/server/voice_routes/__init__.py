@@ -1,0 +1,1 @@
+"""The voice and voice-consent routes, voice creation from a request and the form fields they read."""

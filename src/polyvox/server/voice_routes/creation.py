@@ -1,0 +1,123 @@
+"""Creating a voice from a request's fields: OpenAI's two forms, from an audio sample (`name`,
+`audio_sample`, `consent`: the id of a consent recording) and from a text prompt (`type=prompt`,
+`name`, `prompt`, optional `script_hint`; `model` is ignored), plus polyvox's own fields as aliases
+(`audio` and the seed system's file fields, `consent=true`, `transcript`, `cfg_value`,
+`inference_timesteps`). A prompt voice is designed by the engine as one request in flight: it takes an
+admission slot and runs under the request deadline."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+
+from polyvox.server.errors import APIError, DeadlineExceeded
+from polyvox.server.speech.admission import Overloaded
+from polyvox.voices.registry import VoiceInfo, VoiceRegistry
+from polyvox.voices.store import VoiceEntry, check_text
+
+AUDIO_FIELDS = ("audio_sample", "audio", "file", "voice_file", "custom_voice_file", "speaker_wav")
+TRANSCRIPT_FIELDS = ("transcript", "text", "ref_text", "reference_text", "prompt_text")
+CONSENT_WORDS = frozenset({"true", "false", "1", "0", "yes", "no", "on", "off"})
+MAX_PROMPT_CHARS = 1000
+MAX_SCRIPT_CHARS = 500  # more than a frozen prompt (voice_freeze_max_patches) can say
+
+
+def _field(fields: Mapping[str, Any], names: tuple[str, ...]) -> Any:
+    return next((fields[name] for name in names if fields.get(name) not in (None, "")), None)
+
+
+async def create_from_fields(
+    request: Request, registry: VoiceRegistry, fields: Mapping[str, Any]
+) -> tuple[VoiceInfo, bool]:
+    """The voice the fields describe, stored; and whether it replaced one of the same id."""
+    name = _field(fields, ("name", "voice", "id"))
+    if not isinstance(name, str):
+        raise APIError(400, "name: a voice name is required", param="name", code="missing_required_parameter")
+    if _creation_type(fields) == "prompt":
+        return await _from_prompt(request, registry, name, fields)
+    return await _from_sample(registry, name, fields)
+
+
+def _creation_type(fields: Mapping[str, Any]) -> str:
+    kind = fields.get("type")
+    if kind in (None, ""):
+        has_audio = any(isinstance(fields.get(f), UploadFile) for f in AUDIO_FIELDS)
+        return "prompt" if fields.get("prompt") not in (None, "") and not has_audio else "audio_sample"
+    if kind not in ("audio_sample", "prompt"):
+        raise APIError(400, "type: 'audio_sample' or 'prompt'", param="type", code="invalid_value")
+    return kind
+
+
+async def _from_sample(
+    registry: VoiceRegistry, name: str, fields: Mapping[str, Any]
+) -> tuple[VoiceInfo, bool]:
+    param = next((f for f in AUDIO_FIELDS if isinstance(fields.get(f), UploadFile)), None)
+    if param is None:
+        raise APIError(
+            400,
+            "audio_sample: an audio file is required (or type=prompt with a prompt)",
+            param="audio_sample",
+            code="missing_required_parameter",
+        )
+    upload: UploadFile = fields[param]
+    entry_fields = {
+        "audio": upload.filename or "upload",
+        "transcript": _field(fields, TRANSCRIPT_FIELDS),
+        "cfg_value": _field(fields, ("cfg_value",)),
+        "inference_timesteps": _field(fields, ("inference_timesteps",)),
+    }
+    consent = _field(fields, ("consent",))
+    if isinstance(consent, str) and consent.strip().lower() not in CONSENT_WORDS:
+        entry_fields["consent_id"] = consent.strip()  # OpenAI's: the id of a consent recording
+    else:
+        entry_fields["consent"] = consent
+    try:
+        entry = VoiceEntry.model_validate({k: v for k, v in entry_fields.items() if v is not None})
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors()) from exc
+    data = await upload.read()
+    return await anyio.to_thread.run_sync(registry.add, name, data, upload.filename or "", entry, param)
+
+
+async def _from_prompt(
+    request: Request, registry: VoiceRegistry, name: str, fields: Mapping[str, Any]
+) -> tuple[VoiceInfo, bool]:
+    """Design the voice with the engine, as one request in flight (an admission slot, the deadline)."""
+    prompt = check_text(fields.get("prompt"), "prompt", MAX_PROMPT_CHARS, multiline=True)
+    script = fields.get("script_hint")
+    script = None if script is None else check_text(script, "script_hint", MAX_SCRIPT_CHARS, multiline=True)
+    service = request.app.state.service
+    backend = request.app.state.backend
+    if not backend.info.can_clone:
+        return await registry.design(name, prompt, script, backend)  # a 422 before any work
+    with service.accept():  # 503 while draining; in flight (a drain waits for it) from here
+        if not backend.ready:
+            raise APIError(
+                503,
+                "the engine is not ready (GET /ready says why)",
+                code="engine_not_ready",
+                headers={"Retry-After": "5"},
+            )
+        timeout_s = request.app.state.settings.request_timeout_s
+        admitted = False
+        try:
+            async with asyncio.timeout(timeout_s):
+                await service.admission.acquire()
+                admitted = True
+                return await registry.design(name, prompt, script, backend)
+        except Overloaded as exc:
+            raise APIError(
+                429, str(exc), code="rate_limit_exceeded", headers={"Retry-After": str(exc.retry_after_s)}
+            ) from exc
+        except TimeoutError as exc:
+            raise DeadlineExceeded(timeout_s) from exc
+        finally:
+            if admitted:
+                service.admission.release()

@@ -1,0 +1,152 @@
+"""The voice API: list voices (Open WebUI's shape on `/v1/audio/voices`, the seed system's on
+`/v1/voices`), show one, create one, delete one, and `POST /admin/reload-voices`.
+
+Creating takes OpenAI's two forms, from an audio sample or from a text prompt (see
+`creation`), as JSON or multipart. Answers are OpenAI's `audio.voice` objects with polyvox's
+fields added.
+
+Changing voices needs an admin key: the app-wide `auth.authorize` dependency guards every non-read
+method under `/v1/audio/voices` and everything under `/admin/`. Voice errors are translated to HTTP
+here, once."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import anyio
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from polyvox.server.errors import APIError, error_response
+from polyvox.server.protocol import (
+    VoiceCard,
+    VoiceDeleted,
+    VoiceDetail,
+    VoiceList,
+    VoicesReloaded,
+    WebUIVoice,
+    WebUIVoiceList,
+)
+from polyvox.server.voice_routes.creation import create_from_fields
+from polyvox.server.voice_routes.fields import read_fields
+from polyvox.voices.errors import (
+    InvalidVoiceAudio,
+    InvalidVoiceName,
+    VoiceConflict,
+    VoiceError,
+    VoiceNotFound,
+    VoiceStorageUnavailable,
+    VoiceTooLarge,
+    VoiceUnsupported,
+)
+from polyvox.voices.registry import VoiceInfo, VoiceRegistry
+
+log = logging.getLogger(__name__)
+router = APIRouter(tags=["voices"])
+
+# Most specific class first.
+_STATUS: tuple[tuple[type[VoiceError], int], ...] = (
+    (VoiceNotFound, 404),
+    (VoiceConflict, 409),
+    (VoiceTooLarge, 413),
+    (VoiceUnsupported, 422),
+    (VoiceStorageUnavailable, 503),
+    (InvalidVoiceName, 400),
+    (InvalidVoiceAudio, 400),
+    (VoiceError, 400),
+)
+
+
+def voice_api_error(exc: VoiceError) -> APIError:
+    status = next(code for cls, code in _STATUS if isinstance(exc, cls))
+    return APIError(status, exc.message, param=exc.param, code=exc.code)
+
+
+def install_voice_errors(app: FastAPI) -> None:
+    """Answer every VoiceError (from the voice API or a speech request) in OpenAI's error shape."""
+
+    async def on_voice_error(request: Request, exc: VoiceError) -> JSONResponse:
+        error = voice_api_error(exc)
+        metrics = getattr(request.app.state, "metrics", None)
+        if metrics is not None:
+            metrics.errors.labels(type=error.code or error.type).inc()
+        return error_response(error)
+
+    app.add_exception_handler(VoiceError, on_voice_error)
+
+
+async def load_voices(app: FastAPI) -> None:
+    """At start: sweep what interrupted writes left, then load the registered voices; a broken
+    `voices.json` is logged, not fatal."""
+    registry: VoiceRegistry = app.state.voices
+    try:
+        removed = await anyio.to_thread.run_sync(registry.sweep)
+        if removed:
+            shown = ", ".join(str(p) for p in removed[:10])
+            log.info("voices: removed %d leftover(s) of interrupted writes: %s", len(removed), shown)
+        report = await anyio.to_thread.run_sync(registry.reload)
+    except VoiceError as exc:
+        log.error("registered voices not loaded: %s", exc)
+        return
+    if report.voices:
+        log.info("registered voices: %s", ", ".join(report.voices))
+
+
+def get_registry(request: Request) -> VoiceRegistry:
+    return request.app.state.voices
+
+
+def _display_name(info: VoiceInfo) -> str:
+    if info.label:
+        return info.label
+    return info.id.capitalize() if info.source == "builtin" else info.id
+
+
+def _detail(info: VoiceInfo) -> VoiceDetail:
+    fields = {k: v for k, v in dataclasses.asdict(info).items() if k != "label"}
+    kind = {"builtin": None, "designed": "prompt"}.get(info.source, "audio_sample")
+    created_at = int(info.created) if info.created is not None else None
+    return VoiceDetail(**fields, name=_display_name(info), type=kind, created_at=created_at)
+
+
+@router.get("/v1/audio/voices", response_model=WebUIVoiceList)
+async def list_voices_webui(
+    request: Request, registry: VoiceRegistry = Depends(get_registry)
+) -> WebUIVoiceList:
+    infos = registry.infos(request.app.state.backend)
+    return WebUIVoiceList(voices=[WebUIVoice(id=i.id, name=_display_name(i)) for i in infos])
+
+
+@router.get("/v1/voices", response_model=VoiceList)
+async def list_voices(request: Request, registry: VoiceRegistry = Depends(get_registry)) -> VoiceList:
+    infos = registry.infos(request.app.state.backend)
+    cards = [VoiceCard(id=i.id, name=_display_name(i), source=i.source) for i in infos]
+    return VoiceList(data=cards, default="alloy")
+
+
+@router.get("/v1/audio/voices/{voice_id}", response_model=VoiceDetail)
+async def get_voice(voice_id: str, registry: VoiceRegistry = Depends(get_registry)) -> VoiceDetail:
+    return _detail(registry.info(voice_id))
+
+
+@router.post("/v1/audio/voices", response_model=VoiceDetail, status_code=201)
+async def create_voice(request: Request, registry: VoiceRegistry = Depends(get_registry)) -> JSONResponse:
+    """Create a voice from an audio sample (1-60 s of speech by default, citing the speaker's consent)
+    or from a text prompt; a name that is a voice id again replaces that voice (200)."""
+    fields = await read_fields(request, request.app.state.settings.max_request_bytes)
+    info, replaced = await create_from_fields(request, registry, fields)
+    return JSONResponse(_detail(info).model_dump(), status_code=200 if replaced else 201)
+
+
+@router.delete("/v1/audio/voices/{voice_id}", response_model=VoiceDeleted)
+async def delete_voice(voice_id: str, registry: VoiceRegistry = Depends(get_registry)) -> VoiceDeleted:
+    await anyio.to_thread.run_sync(registry.delete, voice_id)
+    return VoiceDeleted(id=voice_id)
+
+
+@router.post("/admin/reload-voices", response_model=VoicesReloaded)
+async def reload_voices(registry: VoiceRegistry = Depends(get_registry)) -> VoicesReloaded:
+    """Read `voices.json` and its clips again, without a restart."""
+    report = await anyio.to_thread.run_sync(registry.reload)
+    return VoicesReloaded(voices=report.voices, problems=report.problems)

@@ -1,0 +1,90 @@
+"""The `/v1/audio/speech/ws` message schema: the session's config message, client-message errors,
+and the JSON frames the server sends (errors included), as docs/streaming.md describes them."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from polyvox.backends.errors import BackendError, BackendInputError
+from polyvox.server.errors import APIError, DeadlineExceeded, error_body, from_backend_error
+from polyvox.server.voice_routes.voices import voice_api_error
+from polyvox.voices.errors import VoiceError
+
+log = logging.getLogger(__name__)
+
+
+class SessionConfig(BaseModel):
+    """The first message. Every field but `audio_encoding` means what it means on `/v1/audio/speech`."""
+
+    type: Literal["config"]
+    model: str = "tts-1"
+    voice: str | dict = "alloy"
+    instructions: str | None = None
+    response_format: Literal["mp3", "opus", "aac", "flac", "wav", "pcm"] = "pcm"
+    speed: float = 1.0
+    sample_rate: int | None = None
+    seed: int | None = None
+    cfg_value: float | None = None
+    inference_timesteps: int | None = None
+    normalize: bool | None = None
+    cache: bool = True
+    ref_audio: str | None = None
+    ref_text: str | None = None
+    audio_encoding: Literal["binary", "base64"] = "binary"
+
+
+class ProtocolError(Exception):
+    """A client message the session cannot use (answered with an error message; the session goes on)."""
+
+    def __init__(self, message: str, code: str = "invalid_message", param: str | None = None):
+        super().__init__(message)
+        self.error = APIError(400, message, code=code, param=param)
+
+    @classmethod
+    def of(cls, error: APIError) -> ProtocolError:
+        problem = cls(error.message)
+        problem.error = error
+        return problem
+
+
+def parse_message(message: dict[str, Any]) -> tuple[str | None, Any]:
+    """A received message as (its `type`, its decoded JSON); ProtocolError if it is not JSON text."""
+    if message.get("text") is None:
+        raise ProtocolError("send JSON text messages; binary frames carry only server audio")
+    try:
+        data = json.loads(message["text"])
+    except json.JSONDecodeError as exc:
+        raise ProtocolError(f"message is not valid JSON: {exc}", code="invalid_json") from exc
+    except RecursionError as exc:  # the parser recurses per level of nesting
+        raise ProtocolError("message is nested too deeply", code="invalid_json") from exc
+    return (data.get("type") if isinstance(data, dict) else None), data
+
+
+def encode_frame(payload: dict[str, Any]) -> str:
+    """A server message as compact JSON text."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def error_frame(error: APIError, segment: int | None = None) -> dict[str, Any]:
+    """An `error` message: OpenAI's error body, with the segment it ended when there is one."""
+    payload: dict[str, Any] = {"type": "error"}
+    if segment is not None:
+        payload["segment"] = segment
+    payload.update(error_body(error.message, error.type, error.param, error.code))
+    return payload
+
+
+def as_api_error(exc: BaseException) -> APIError:
+    """The error a session reports for `exc` (an unexpected one is logged and reported as internal)."""
+    if isinstance(exc, APIError):
+        return exc
+    if isinstance(exc, VoiceError):
+        return voice_api_error(exc)
+    if isinstance(exc, BackendError | BackendInputError | DeadlineExceeded):
+        return from_backend_error(exc)
+    log.error("speech segment failed", exc_info=exc)
+    return APIError(500, "internal server error", code="internal_error")

@@ -1,0 +1,100 @@
+"""A tiny random-weight VoxCPM2 (fp32, CPU) and prompts of every layout, shared by the engine tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+
+from polyvox.batching.config import BatchingConfig
+from polyvox.batching.core import BatchingCore
+from polyvox.batching.sequence import SamplingParams
+from polyvox.models.voxcpm2.audio_in import encode_wav
+from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.voxcpm2.config import VoxCPM2Config
+from polyvox.models.voxcpm2.model import VoxCPM2LM
+from polyvox.models.voxcpm2.prompt import Prompt, build_prompt
+
+
+def tokenize(text: str) -> list[int]:
+    """Stand-in tokenizer for the tiny vocabulary: one id per character."""
+    return [110 + ord(c) % 180 for c in text]
+
+
+@dataclass
+class Tiny:
+    config: VoxCPM2Config
+    lm: VoxCPM2LM
+    vae: AudioVAE
+
+    def core(self, **kw) -> BatchingCore:
+        kw.setdefault("kv_block_size", 4)
+        kw.setdefault("num_kv_blocks", 512)
+        kw.setdefault("max_num_batched_tokens", 256)
+        config = BatchingConfig(**kw)
+        return BatchingCore(self.lm, self.vae, self.config, config, torch.device("cpu"), torch.float32)
+
+    def prompt(self, text: str, **kw) -> Prompt:
+        """Any layout: `description=` designs, `reference=` clones, `prompt_text`+`prompt_audio` continues."""
+        return build_prompt(
+            tokenize, text, patch_size=self.config.patch_size, feat_dim=self.config.feat_dim, **kw
+        )
+
+    def clip_patches(self, seconds: float, freq: float = 220.0) -> torch.Tensor:
+        """A real VAE encoding of a tone, as the server encodes a reference clip."""
+        t = np.arange(int(seconds * self.vae.sample_rate)) / self.vae.sample_rate
+        wav = (0.3 * np.sin(2 * np.pi * freq * t)).astype(np.float32)
+        return encode_wav(self.vae, wav, self.config.patch_size)
+
+
+@pytest.fixture(scope="session")
+def tiny() -> Tiny:
+    torch.manual_seed(1234)
+    config = VoxCPM2Config.tiny()
+    lm = VoxCPM2LM(config)
+    with torch.no_grad():
+        for p in lm.parameters():
+            if p.dim() >= 2:
+                p.normal_(0.0, 0.02)
+    vae = AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config))
+    return Tiny(config, lm.eval(), vae.eval())
+
+
+def mixed_requests(tiny):
+    ref = tiny.clip_patches(0.64)
+    other = tiny.clip_patches(0.48, freq=330.0)
+    p = tiny.prompt
+    return [
+        (p("Hello there, friend."), SamplingParams(seed=1, min_len=9, max_len=9)),
+        (
+            p("Short.", description="a calm old man"),
+            SamplingParams(seed=2, min_len=4, max_len=4, cfg_value=3.0),
+        ),
+        (p("Cloned voice here.", reference=ref), SamplingParams(seed=3, min_len=7, max_len=7)),
+        (
+            p("A longer sentence to clone.", reference=ref),
+            SamplingParams(seed=4, min_len=11, max_len=11, cfg_value=1.5),
+        ),
+        (
+            p("and then", prompt_text="So it began ", prompt_audio=other),
+            SamplingParams(seed=5, max_len=6, inference_timesteps=5),
+        ),
+        (
+            p("The quick brown fox jumps over it."),
+            SamplingParams(seed=6, min_len=8, max_len=8, temperature=0.7),
+        ),
+        (
+            p("Both.", reference=ref, prompt_text="Yes ", prompt_audio=other),
+            SamplingParams(seed=7, min_len=5, max_len=5),
+        ),
+        (p("Nine patches or a stop."), SamplingParams(seed=8, max_len=10, inference_timesteps=4)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def mixed(tiny):
+    """The mixed requests and each one's output when it runs alone in an engine."""
+    requests = mixed_requests(tiny)
+    return requests, [tiny.core().generate([p], [sp])[0] for p, sp in requests]
