@@ -30,7 +30,7 @@ import numpy as np
 
 from polyvox.backends.base import Backend, SynthesisRequest
 from polyvox.settings import Settings
-from polyvox.settings_seed import SEED_CACHE_TTL, seed_turns_cache_off
+from polyvox.settings_uttera import UTTERA_CACHE_TTL, uttera_turns_cache_off
 
 log = logging.getLogger(__name__)
 
@@ -284,9 +284,9 @@ def open_cache(
 def describe_cache(settings: Settings) -> str:
     """One line for the start-up log: where the cache is and how long entries live, or why it is off."""
     if not settings.cache_enabled:
-        if seed_turns_cache_off():
+        if uttera_turns_cache_off():
             return (
-                f"audio cache off: {SEED_CACHE_TTL}={os.environ[SEED_CACHE_TTL]} turns it off, as in "
+                f"audio cache off: {UTTERA_CACHE_TTL}={os.environ[UTTERA_CACHE_TTL]} turns it off, as in "
                 "uttera-tts-vllm (polyvox's own POLYVOX_CACHE_TTL_MINUTES=0 would keep entries forever)"
             )
         return "audio cache off (cache_enabled is false)"

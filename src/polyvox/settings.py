@@ -2,8 +2,8 @@
 
 Precedence, highest first: explicit values (CLI flags), environment variables, the config file
 named by `POLYVOX_CONFIG` (TOML or JSON), then the defaults below. A few settings also answer to
-the names users of the seed system (uttera-tts-vllm) already have in their `.env` files, meaning what
-they meant there (`settings_seed`); polyvox's own names win over them.
+the names users of uttera-tts-vllm already have in their `.env` files, meaning what
+they meant there (`settings_uttera`); polyvox's own names win over them.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from polyvox.config_file import read_config_file
-from polyvox.settings_seed import SeedCacheTTLSource
+from polyvox.settings_uttera import UtteraCacheTTLSource
 
 
 def _alias(name: str, *legacy: str) -> AliasChoices:
-    """`POLYVOX_NAME`, then the seed system's names. Not the bare field name: the environment is read
+    """`POLYVOX_NAME`, then uttera-tts-vllm's names. Not the bare field name: the environment is read
     without regard to case, so `name` would let an unprefixed `CACHE_DIR` or `MAX_NUM_SEQS` in, ahead
     of `POLYVOX_*`. Flags and config files still use the field name (populate_by_name)."""
     return AliasChoices(f"POLYVOX_{name.upper()}", *legacy)
@@ -295,7 +295,7 @@ class Settings(BaseSettings):
         return (
             init_settings,
             env_settings,
-            SeedCacheTTLSource(settings_cls, init_settings, env_settings, config_file),
+            UtteraCacheTTLSource(settings_cls, init_settings, env_settings, config_file),
             dotenv_settings,
             config_file,
             file_secret_settings,

@@ -65,7 +65,7 @@ def source_of(name: str, flags: Collection[str] = ()) -> str:
 
 
 def environment_names(name: str) -> list[str]:
-    """The environment variables that set `name`: POLYVOX_NAME and any seed-system alias."""
+    """The environment variables that set `name`: POLYVOX_NAME and any uttera-tts-vllm alias."""
     field = Settings.model_fields.get(name)
     alias = field.validation_alias if field is not None else None
     names = [f"POLYVOX_{name.upper()}"]

@@ -1,4 +1,4 @@
-"""The batching settings reach the engine, under polyvox's names and the seed system's `.env` names."""
+"""The batching settings reach the engine, under polyvox's names and uttera-tts-vllm's `.env` names."""
 
 import pytest
 
@@ -13,7 +13,7 @@ SEED_ENV = {
 }
 
 
-def test_seed_system_env_names_configure_the_engine(monkeypatch: pytest.MonkeyPatch):
+def test_uttera_tts_vllm_env_names_configure_the_engine(monkeypatch: pytest.MonkeyPatch):
     for name, value in SEED_ENV.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("POLYVOX_NUM_KV_BLOCKS", "64")

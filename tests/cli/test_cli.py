@@ -204,7 +204,7 @@ def test_environment_beats_the_config_file_and_flags_beat_both(
     assert (settings.port, settings.max_queue, settings.max_num_seqs) == (9002, 6, 5)
 
 
-def test_the_seed_systems_variables_are_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_uttera_tts_vllms_variables_are_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     legacy = {
         "AUDIO_CACHE_DIR": str(tmp_path),
         "CACHE_TTL_MINUTES": "15",

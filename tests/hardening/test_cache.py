@@ -342,7 +342,7 @@ def test_a_cache_directory_that_disappears_degrades_to_misses(cached) -> None:
     assert backend.started_requests == 4
 
 
-def test_the_seed_systems_cache_variables_configure_the_cache(serve, tmp_path, monkeypatch) -> None:
+def test_uttera_tts_vllms_cache_variables_configure_the_cache(serve, tmp_path, monkeypatch) -> None:
     directory = tmp_path / "seed-cache"
     monkeypatch.setenv("AUDIO_CACHE_DIR", str(directory))
     monkeypatch.setenv("CACHE_TTL_MINUTES", "0.02")  # 1.2 s

@@ -1,4 +1,4 @@
-"""/v1/models, /v1/audio/voices (Open WebUI's shape) and /v1/voices (the seed system's shape)."""
+"""/v1/models, /v1/audio/voices (Open WebUI's shape) and /v1/voices (uttera-tts-vllm's shape)."""
 
 from __future__ import annotations
 

@@ -120,7 +120,7 @@ def test_audio_leaves_once_the_first_patch_is_made_even_at_another_speed(server,
     assert len(rest) > 0
 
 
-def test_streams_with_a_one_off_clone_on_the_seed_systems_stream_route(server):
+def test_streams_with_a_one_off_clone_on_uttera_tts_vllms_stream_route(server):
     url, backend = server
     files = {"speaker_wav": ("me.wav", tone_wav(), "audio/wav")}
     data = {"input": "Cloned and streamed at once.", "seed": "5"}

@@ -18,8 +18,8 @@ from polyvox.backends.errors import BackendError, BackendInputError, BackendOver
 
 log = logging.getLogger(__name__)
 
-# Fields OpenAI defines answer 400 as OpenAI does; polyvox/seed-system extensions answer 422 as the
-# seed system (a FastAPI app) does for them (e.g. cfg_value outside 0.5-5.0).
+# Fields OpenAI defines answer 400 as OpenAI does; polyvox/uttera-tts-vllm extensions answer 422 as
+# uttera-tts-vllm (a FastAPI app) does for them (e.g. cfg_value outside 0.5-5.0).
 EXTENSION_FIELDS = frozenset(
     {"cfg_value", "inference_timesteps", "seed", "sample_rate", "cache", "temperature", "custom_voice_file"}
 )

@@ -54,7 +54,7 @@ class SpeechRequest(BaseModel):
     response_format: ResponseFormat = "mp3"
     speed: float = Field(1.0, ge=0.25, le=4.0)
     stream_format: StreamFormat | None = None
-    # polyvox / seed-system extensions
+    # polyvox / uttera-tts-vllm extensions
     stream: bool = Field(
         True,
         description="False answers one complete file with Content-Length (when `stream_format` is absent).",
@@ -159,7 +159,7 @@ class VoiceCard(BaseModel):
 
 
 class VoiceList(BaseModel):
-    """The seed system's shape for `GET /v1/voices`."""
+    """uttera-tts-vllm's shape for `GET /v1/voices`."""
 
     object: Literal["list"] = "list"
     data: list[VoiceCard]

@@ -1,4 +1,4 @@
-"""Reads a speech request body, JSON or multipart/form-data (as the seed system accepted), into a
+"""Reads a speech request body, JSON or multipart/form-data (as uttera-tts-vllm accepted), into a
 `SpeechRequest` plus an optional one-off clone reference (a multipart upload, or `ref_audio` in base64
 or a data URL), checked like every voice clip; enforces the body size limit and answers 415 for any
 other content type."""

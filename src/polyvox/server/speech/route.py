@@ -1,4 +1,4 @@
-"""`POST /v1/audio/speech` (OpenAI) and `POST /v1/audio/speech/stream` (the seed system's chunked WAV)."""
+"""`POST /v1/audio/speech` (OpenAI) and `POST /v1/audio/speech/stream` (uttera-tts-vllm's chunked WAV)."""
 
 from __future__ import annotations
 
@@ -120,5 +120,5 @@ async def create_speech(request: Request, service: SpeechService = Depends(get_s
 
 @router.post("/v1/audio/speech/stream", openapi_extra=_SPEECH_BODY)
 async def create_speech_stream(request: Request, service: SpeechService = Depends(get_service)) -> Response:
-    """The seed system's streaming route: chunked audio, WAV unless `response_format` says otherwise."""
+    """uttera-tts-vllm's streaming route: chunked audio, WAV unless `response_format` says otherwise."""
     return await _speak(request, service, defaults={"response_format": "wav", "stream_format": "audio"})

@@ -1,7 +1,7 @@
 """Creating a voice from a request's fields: OpenAI's two forms, from an audio sample (`name`,
 `audio_sample`, `consent`: the id of a consent recording) and from a text prompt (`type=prompt`,
 `name`, `prompt`, optional `script_hint`; `model` is ignored), plus polyvox's own fields as aliases
-(`audio` and the seed system's file fields, `consent=true`, `transcript`, `cfg_value`,
+(`audio` and uttera-tts-vllm's file fields, `consent=true`, `transcript`, `cfg_value`,
 `inference_timesteps`). A prompt voice is designed by the engine as one request in flight: it takes an
 admission slot and runs under the request deadline."""
 

@@ -1,4 +1,4 @@
-"""The voice API: list voices (Open WebUI's shape on `/v1/audio/voices`, the seed system's on
+"""The voice API: list voices (Open WebUI's shape on `/v1/audio/voices`, uttera-tts-vllm's on
 `/v1/voices`), show one, create one, delete one, and `POST /admin/reload-voices`.
 
 Creating takes OpenAI's two forms, from an audio sample or from a text prompt (see

@@ -1,4 +1,4 @@
-"""The seed system's (uttera-tts-vllm's) environment names mean in polyvox what they meant there.
+"""uttera-tts-vllm's environment names mean in polyvox what they meant there.
 
 Read from its `.env.example` and `main_tts.py`: `CACHE_TTL_MINUTES` is a TTL in minutes where 0 (or
 less) turns the audio cache off entirely; `AUDIO_CACHE_DIR` is the cache directory, empty meaning the
@@ -21,7 +21,7 @@ from polyvox.backends.voxcpm2 import VoxCPM2Backend
 from polyvox.cache import default_cache_dir, open_cache
 from polyvox.settings import Settings
 
-SEED_NAMES = (
+UTTERA_NAMES = (
     "CACHE_TTL_MINUTES",
     "AUDIO_CACHE_DIR",
     "VLLM_GPU_MEM_UTIL",
@@ -33,8 +33,8 @@ SEED_NAMES = (
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only what each test sets: no seed names, and the cache on unless a test turns it off."""
-    for name in SEED_NAMES:
+    """Only what each test sets: no uttera-tts-vllm names, and the cache on unless a test turns it off."""
+    for name in UTTERA_NAMES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("POLYVOX_CACHE_ENABLED", raising=False)
 
@@ -123,10 +123,10 @@ def test_an_empty_audio_cache_dir_means_the_default_directory_not_the_current_on
         ("VOXCPM_INFERENCE_TIMESTEPS", "12", lambda backend: backend.inference_timesteps),
     ],
 )
-def test_each_engine_name_reaches_the_batching_engine_as_it_did_the_seeds(
+def test_each_engine_name_reaches_the_batching_engine_as_it_did_in_uttera(
     monkeypatch, name, value, where
 ) -> None:
-    """The seed's own defaults (0.45, 32, 16384) are valid values here too."""
+    """uttera-tts-vllm's own defaults (0.45, 32, 16384) are valid values here too."""
     monkeypatch.setenv(name, value)
     backend = VoxCPM2Backend.from_settings(Settings(random_weights="tiny", device="cpu", num_kv_blocks=16))
     assert where(backend) == type(where(backend))(value)
@@ -145,7 +145,7 @@ def test_out_of_range_engine_values_are_refused_at_start(monkeypatch) -> None:
 
 
 def test_unprefixed_polyvox_names_are_not_read(monkeypatch) -> None:
-    """Only POLYVOX_* and the seed's names: a stray CACHE_DIR or MAX_NUM_SEQS is somebody else's."""
+    """Only POLYVOX_* and uttera-tts-vllm's names: a stray CACHE_DIR or MAX_NUM_SEQS is somebody else's."""
     monkeypatch.setenv("CACHE_DIR", "/somebody/elses")
     monkeypatch.setenv("MAX_NUM_SEQS", "3")
     monkeypatch.setenv("INFERENCE_TIMESTEPS", "3")
