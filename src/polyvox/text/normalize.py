@@ -18,6 +18,8 @@ import re
 import threading
 from typing import Literal
 
+from polyvox.text.split import clause_ends, sentence_ends
+
 Lang = Literal["zh", "en"]
 
 log = logging.getLogger(__name__)
@@ -33,8 +35,6 @@ _CJK_THEN_LATIN = re.compile(f"([{_HAN_KANA}])(?=[A-Za-z0-9])")
 _LATIN_THEN_CJK = re.compile(f"([A-Za-z0-9])(?=[{_HAN_KANA}])")
 _SPACES = re.compile(r"[ \t\f\v\u00a0]+")
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
-_SENTENCE_CUT = re.compile(r"(?<=[。！？；])\s*|(?<=[.!?;…])\s+")
-_CLAUSE_CUT = re.compile(r"(?<=[，、：])\s*|(?<=[,:])\s+")
 _LONG_SENTENCE = 300
 _ESCAPED = re.compile(r"\\([\"\\])")
 _FULL_WIDTH_ALNUM = {
@@ -120,20 +120,19 @@ def _normalize_run(run: str, lang: Lang) -> str:
     else:
         run = _LETTER_HYPHEN_DIGIT.sub(" ", run)
     out = []
-    for sentence, separator in _sentences(run):
+    for sentence, separator in grammar_pieces(run):
         out.append(_wetext(sentence, lang) + separator)
     return "".join(out)
 
 
-def _sentences(text: str) -> list[tuple[str, str]]:
-    """(sentence, following whitespace) pairs; sentences past `_LONG_SENTENCE` are cut at clauses too."""
-    pairs = _cut(text, _SENTENCE_CUT)
-    if all(len(sentence) <= _LONG_SENTENCE for sentence, _ in pairs):
-        return pairs
+def grammar_pieces(text: str) -> list[tuple[str, str]]:
+    """The (sentence, following whitespace) pairs that go to the grammar one at a time: sentences as
+    `polyvox.text.split` ends them, those past `_LONG_SENTENCE` cut at clauses too. Joined back they
+    are `text`."""
     out = []
-    for sentence, separator in pairs:
+    for sentence, separator in _cut(text, sentence_ends(text)):
         if len(sentence) > _LONG_SENTENCE:
-            clauses = _cut(sentence, _CLAUSE_CUT)
+            clauses = _cut(sentence, clause_ends(sentence))
             clauses[-1] = (clauses[-1][0], clauses[-1][1] + separator)
             out.extend(clauses)
         else:
@@ -141,15 +140,23 @@ def _sentences(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _cut(text: str, pattern: re.Pattern[str]) -> list[tuple[str, str]]:
-    pairs = []
-    start = 0
-    for match in pattern.finditer(text):
-        if match.start() > start:
-            pairs.append((text[start : match.start()], match.group()))
-            start = match.end()
-    if start < len(text):
-        pairs.append((text[start:], ""))
+def _cut(text: str, ends: list[int]) -> list[tuple[str, str]]:
+    """`text` cut at the offsets `ends` into (piece, the whitespace after it) pairs."""
+    pairs: list[tuple[str, str]] = []
+    bounds = [0, *ends, len(text)]
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        piece = text[start:end]
+        body = piece.strip()
+        lead = piece[: len(piece) - len(piece.lstrip())]
+        trail = piece[len(lead) + len(body) :]
+        if pairs:
+            pairs[-1] = (pairs[-1][0], pairs[-1][1] + lead)
+        elif lead:
+            pairs.append(("", lead))
+        if body:
+            pairs.append((body, trail))
+        elif pairs:
+            pairs[-1] = (pairs[-1][0], pairs[-1][1] + trail)
     return pairs
 
 

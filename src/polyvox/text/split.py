@@ -4,6 +4,9 @@
 sentence's punctuation (and closing quotes or brackets) with it, merges fragments that are too
 short to say on their own, and cuts sentences longer than `max_chars` at clause marks
 (, ， 、 : ：), then at whitespace, and as a last resort anywhere, so no piece exceeds it.
+
+`sentence_ends` is the one definition of where a sentence ends (and which abbreviations do not end
+one): normalisation's pieces for its grammar and the WebSocket's buffer of arriving text use it too.
 """
 
 from __future__ import annotations
@@ -17,18 +20,25 @@ DEFAULT_MIN_CHARS = 8
 _CJK_ENDS = "。！？；"
 _ASCII_ENDS = ".!?;…"
 _CLOSERS = "\"'”’)]}）】」』》"
-_CLAUSE_MARKS = ",，、:："
+
+CLAUSE_MARKS = ",，、:："
 
 _ABBREVIATIONS = frozenset({
     "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "a.m", "p.m",
     "no", "fig", "approx", "dept", "inc", "ltd", "co", "mt",
 })  # fmt: skip
 
+# An ASCII end counts once whitespace follows it: in complete text the end of the text also counts;
+# in text still arriving it does not ("3." may be "3.5", "." may become "..." or '."').
 _SENTENCE_END = re.compile(
     rf"(?:[{_CJK_ENDS}]+|[{re.escape(_ASCII_ENDS)}]+(?=[{re.escape(_CLOSERS)}]*(?:\s|$)))"
     rf"[{re.escape(_CLOSERS)}]*"
 )
-_CLAUSE_END = re.compile(rf"[{re.escape(_CLAUSE_MARKS)}][{re.escape(_CLOSERS)}]*")
+_ARRIVING_SENTENCE_END = re.compile(
+    rf"(?:[{_CJK_ENDS}]+|[{re.escape(_ASCII_ENDS)}]+(?=[{re.escape(_CLOSERS)}]*\s))"
+    rf"[{re.escape(_CLOSERS)}]*|\n"
+)
+_CLAUSE_END = re.compile(rf"[{re.escape(CLAUSE_MARKS)}][{re.escape(_CLOSERS)}]*")
 _WHITESPACE = re.compile(r"\s+")
 
 
@@ -49,22 +59,38 @@ def split_sentences(
     return _merge_short(pieces, max_chars, min_chars)
 
 
-def _sentences(line: str) -> list[str]:
-    """Cut one line at sentence ends, leaving abbreviations such as "Dr." inside their sentence."""
-    out: list[str] = []
+def sentence_ends(text: str, *, complete: bool = True) -> list[int]:
+    """The offsets just past each sentence end in `text` (its closing quotes or brackets included),
+    leaving abbreviations such as "Dr." and initials inside their sentence.
+
+    With `complete` False the text is still arriving: an ASCII end counts only once the whitespace
+    after it is there, and a line break ends a sentence. The text after the last offset is the
+    sentence still open.
+    """
+    pattern = _SENTENCE_END if complete else _ARRIVING_SENTENCE_END
+    ends: list[int] = []
     start = 0
-    for match in _SENTENCE_END.finditer(line):
-        if match.group().startswith(".") and _is_abbreviation(line[start : match.start()]):
+    for match in pattern.finditer(text):
+        if match.group().startswith(".") and _is_abbreviation(text[start : match.start()]):
             continue
-        out.append(line[start : match.end()].strip())
+        ends.append(match.end())
         start = match.end()
-    out.append(line[start:].strip())
-    return [s for s in out if s]
+    return ends
+
+
+def clause_ends(text: str) -> list[int]:
+    """The offsets just past each clause mark (, ， 、 : ：) in `text`, closers included."""
+    return [match.end() for match in _CLAUSE_END.finditer(text)]
+
+
+def _sentences(line: str) -> list[str]:
+    """Cut one line at sentence ends."""
+    return _cut_at(line, sentence_ends(line))
 
 
 def _is_abbreviation(before_dot: str) -> bool:
-    words = before_dot.rsplit(" ", 1)
-    word = words[-1].lower()
+    words = before_dot.split()
+    word = words[-1].lower() if words else ""
     return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
 
 
@@ -72,7 +98,7 @@ def _fit(sentence: str, max_chars: int) -> list[str]:
     """Cut a sentence longer than `max_chars` at clause marks, then whitespace, then anywhere."""
     if len(sentence) <= max_chars:
         return [sentence]
-    clauses = _cut_after(sentence, _CLAUSE_END)
+    clauses = _cut_at(sentence, clause_ends(sentence))
     if len(clauses) > 1:
         return [piece for clause in _pack(clauses, max_chars) for piece in _fit(clause, max_chars)]
     words = sentence.split(" ")
@@ -81,14 +107,10 @@ def _fit(sentence: str, max_chars: int) -> list[str]:
     return [sentence[i : i + max_chars] for i in range(0, len(sentence), max_chars)]
 
 
-def _cut_after(text: str, pattern: re.Pattern[str]) -> list[str]:
-    """Cut `text` after each match of `pattern` (the mark stays with the text before it)."""
-    out: list[str] = []
-    start = 0
-    for match in pattern.finditer(text):
-        out.append(text[start : match.end()].strip())
-        start = match.end()
-    out.append(text[start:].strip())
+def _cut_at(text: str, ends: list[int]) -> list[str]:
+    """Cut `text` at the offsets `ends` (each mark stays with the text before it), stripped."""
+    bounds = [0, *ends, len(text)]
+    out = (text[a:b].strip() for a, b in zip(bounds, bounds[1:], strict=False))
     return [s for s in out if s]
 
 

@@ -1,18 +1,14 @@
 """Where a WebSocket session's incoming text ends its sentences: `SentenceBuffer` holds text arriving
-in pieces and hands out each sentence once its end has arrived (a run-on is cut at a soft break)."""
+in pieces and hands out each sentence once its end has arrived (a run-on is cut at a soft break).
+Sentence ends are `polyvox.text.split`'s, read as text still arriving."""
 
 from __future__ import annotations
 
 import re
 
-# Where a sentence ends in text that is still arriving: CJK ends at once; ASCII ends only once the
-# whitespace after them has arrived (so "3." of "3.5" or "..." in progress is not cut); line breaks.
-_CLOSERS = "\"'”’)]}）】」』》"
-_BOUNDARY = re.compile(
-    rf"[。！？；]+[{re.escape(_CLOSERS)}]*|[.!?;…]+[{re.escape(_CLOSERS)}]*(?=\s)|\n",
-)
-_ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e"})
-_SOFT_BREAK = re.compile(r"[,，、:：]\s*|\s+")
+from polyvox.text.split import CLAUSE_MARKS, sentence_ends
+
+_SOFT_BREAK = re.compile(rf"[{re.escape(CLAUSE_MARKS)}]\s*|\s+")
 
 
 class SentenceBuffer:
@@ -27,11 +23,9 @@ class SentenceBuffer:
         self.text += text
         out: list[str] = []
         start = 0
-        for match in _BOUNDARY.finditer(self.text):
-            if match.group().startswith(".") and _abbreviation(self.text[start : match.start()]):
-                continue
-            out.append(self.text[start : match.end()])
-            start = match.end()
+        for end in sentence_ends(self.text, complete=False):
+            out.append(self.text[start:end])
+            start = end
         self.text = self.text[start:]
         while len(self.text) > self.max_chars:
             cut = _soft_cut(self.text, self.max_chars)
@@ -46,11 +40,6 @@ class SentenceBuffer:
 
     def clear(self) -> None:
         self.text = ""
-
-
-def _abbreviation(before: str) -> bool:
-    words = before.split()
-    return bool(words) and words[-1].lower() in _ABBREVIATIONS
 
 
 def _soft_cut(text: str, limit: int) -> int:
