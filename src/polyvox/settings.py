@@ -17,6 +17,7 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from polyvox.config_file import read_config_file
+from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN
 from polyvox.settings_uttera import UtteraCacheTTLSource
 
 
@@ -183,7 +184,9 @@ class Settings(BaseSettings):
     )
 
     # VoxCPM2 generation defaults
-    cfg_value: float = Field(2.0, ge=0.5, le=5.0, description="Default classifier-free guidance value.")
+    cfg_value: float = Field(
+        2.0, ge=CFG_VALUE_MIN, le=CFG_VALUE_MAX, description="Default classifier-free guidance value."
+    )
     inference_timesteps: int = Field(
         10,
         ge=1,

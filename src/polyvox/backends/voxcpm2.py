@@ -24,6 +24,7 @@ from polyvox.batching.async_core import AsyncBatchingCore, BatchingCoreDead
 from polyvox.batching.config import BatchingConfig
 from polyvox.batching.core import BatchingCore, BatchingStats
 from polyvox.batching.sequence import SamplingParams
+from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN, cfg_value_in_range
 from polyvox.models.voxcpm2.generate import capped_max_len
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.models.voxcpm2.prompt import Prompt
@@ -149,8 +150,10 @@ class VoxCPM2Backend:
     def validate(self, request: SynthesisRequest) -> None:
         if not request.text or not request.text.strip():
             raise BackendInputError("input text is empty", param="input", code="empty_input")
-        if request.cfg_value is not None and not 0 < request.cfg_value <= 10:
-            raise BackendInputError("cfg_value must be in (0, 10]", param="cfg_value")
+        if request.cfg_value is not None and not cfg_value_in_range(request.cfg_value):
+            raise BackendInputError(
+                f"cfg_value must be {CFG_VALUE_MIN:g} to {CFG_VALUE_MAX:g}", param="cfg_value"
+            )
         if request.inference_timesteps is not None and not 1 <= request.inference_timesteps <= 100:
             raise BackendInputError("inference_timesteps must be 1 to 100", param="inference_timesteps")
         if not 0 < request.temperature <= 10:

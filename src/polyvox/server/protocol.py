@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN
+
 ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
 StreamFormat = Literal["audio", "sse"]
 
@@ -61,7 +63,7 @@ class SpeechRequest(BaseModel):
     )
     sample_rate: int | None = Field(None, ge=8000, le=48000, description="Output sample rate; default 24000.")
     seed: int | None = Field(None, ge=0, le=2**63 - 1)
-    cfg_value: float | None = Field(None, ge=0.5, le=5.0)
+    cfg_value: float | None = Field(None, ge=CFG_VALUE_MIN, le=CFG_VALUE_MAX)
     inference_timesteps: int | None = Field(None, ge=1, le=100)
     cache: bool = True
     ref_audio: Text | None = Field(

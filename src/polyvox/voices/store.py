@@ -27,6 +27,7 @@ from typing import Any, Literal
 import filelock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN
 from polyvox.voices.errors import InvalidVoiceName, VoiceError, VoiceNotFound, VoiceStorageUnavailable
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ class VoiceEntry(BaseModel):
 
     audio: str
     transcript: str | None = None
-    cfg_value: float | None = Field(None, ge=0.5, le=5.0)
+    cfg_value: float | None = Field(None, ge=CFG_VALUE_MIN, le=CFG_VALUE_MAX)
     inference_timesteps: int | None = Field(None, ge=1, le=100)
     consent: bool | None = None
     consent_id: str | None = None
