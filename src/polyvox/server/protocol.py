@@ -12,6 +12,9 @@ from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN
 
 ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
 StreamFormat = Literal["audio", "sse"]
+# The names a reference clip's transcript goes by (uttera-tts-vllm's and the official code's); voice
+# creation accepts these and its own ("transcript", "text").
+REF_TEXT_FIELDS = ("ref_text", "reference_text", "prompt_text")
 
 
 def first_lone_surrogate(text: str) -> int | None:
@@ -71,7 +74,7 @@ class SpeechRequest(BaseModel):
     )
     ref_text: Text | None = Field(
         None,
-        validation_alias=AliasChoices("ref_text", "reference_text", "prompt_text"),
+        validation_alias=AliasChoices(*REF_TEXT_FIELDS),
         description="The transcript of the one-off reference clip (optional; aliases reference_text, "
         "prompt_text).",
     )

@@ -18,12 +18,13 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 
 from polyvox.server.errors import APIError, DeadlineExceeded
+from polyvox.server.protocol import REF_TEXT_FIELDS
 from polyvox.server.speech.admission import Overloaded
 from polyvox.voices.registry import VoiceInfo, VoiceRegistry
 from polyvox.voices.store import VoiceEntry, check_text
 
 AUDIO_FIELDS = ("audio_sample", "audio", "file", "voice_file", "custom_voice_file", "speaker_wav")
-TRANSCRIPT_FIELDS = ("transcript", "text", "ref_text", "reference_text", "prompt_text")
+TRANSCRIPT_FIELDS = ("transcript", "text", *REF_TEXT_FIELDS)
 CONSENT_WORDS = frozenset({"true", "false", "1", "0", "yes", "no", "on", "off"})
 MAX_PROMPT_CHARS = 1000
 MAX_SCRIPT_CHARS = 500  # more than a frozen prompt (voice_freeze_max_patches) can say
