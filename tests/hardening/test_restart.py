@@ -78,12 +78,12 @@ def test_voxcpm2_step_loop_that_gives_up_is_restarted_and_serves_again() -> None
     backend = VoxCPM2Backend(VoxCPM2.random("tiny", device="cpu", dtype="float32"), max_patches=6)
     app = create_app(Settings(max_concurrent_requests=8), backend)
     with running_server(app) as url, httpx.Client(timeout=60) as client:
-        broken = backend._backend
+        broken = backend._step_loop
 
         def always_fails(chunks):
             raise RuntimeError("injected device fault")
 
-        broken.backend.runner.run = always_fails
+        broken.core.runner.run = always_fails
         for _ in range(MAX_CONSECUTIVE_FAILURES):
             failed = client.post(f"{url}{SPEECH}", json={"input": "Hello there.", "response_format": "pcm"})
             if failed.status_code == 503:
@@ -91,7 +91,7 @@ def test_voxcpm2_step_loop_that_gives_up_is_restarted_and_serves_again() -> None
             assert failed.status_code == 500 and failed.json()["error"]["type"] == "server_error"
         wait_until(lambda: not broken.running, "the step loop gave up")
         wait_until(lambda: client.get(f"{url}/ready").status_code == 200, "the engine is ready again")
-        assert backend._backend is not broken
+        assert backend._step_loop is not broken
         after = [
             client.post(f"{url}{SPEECH}", json={"input": f"Take {i}.", "response_format": "wav"})
             for i in range(2)

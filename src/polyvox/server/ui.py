@@ -25,7 +25,7 @@ ASSETS_PATH = "/ui/assets"
 class PlaygroundConfig(BaseModel):
     """The limits and engine facts the playground shapes its controls by."""
 
-    backend: str = Field(description="The engine's name: voxcpm2, embedded, ...")
+    engine: str = Field(description="The back end's name: voxcpm2, embedded, ...")  # public JSON key
     model: str = Field(description="The engine's model id (also listed by GET /v1/models).")
     native_sample_rate: int
     # VoxCPM2 is the engine that clones; it also designs voices from `instructions` and takes
@@ -62,7 +62,7 @@ async def playground_config(service: SpeechService = Depends(get_service)) -> Pl
     settings = service.settings
     info = service.backend.info
     return PlaygroundConfig(
-        backend=info.name,
+        engine=info.name,
         model=info.model_id,
         native_sample_rate=info.sample_rate,
         can_clone=info.can_clone,
