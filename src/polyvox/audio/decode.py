@@ -1,7 +1,8 @@
 """Decoding uploaded audio (any container and codec ffmpeg reads) into mono float32 at a chosen rate.
 
-Channels are averaged and the rate changed with soxr at high quality — what the official VoxCPM2
-code gets from `librosa.load`, so a clone reference at any rate gives it the same samples.
+Channels are averaged and the rate changed with soxr at high quality (`audio.resample.resample_clip`)
+— what the official VoxCPM2 code gets from `librosa.load`, so a clone reference at any rate gives it
+the same samples.
 
 Decoding is bounded, because an upload is untrusted and a few compressed bytes can hold hours of audio
 (FLAC stores a block of digital silence in about ten bytes). A file whose header states a length over
@@ -26,9 +27,9 @@ import math
 
 import av
 import numpy as np
-import soxr
 
 from polyvox.audio.errors import AudioDecodeError, AudioDecodeStopped, AudioTooLong
+from polyvox.audio.resample import resample_clip
 
 MAX_SAMPLES_PER_BYTE = 256
 MAX_SAMPLES_PER_SECOND = 2 * 192_000
@@ -88,7 +89,7 @@ def decode_audio(data: bytes, target_rate: int, max_seconds: float | None = None
         container.close()
     if mono.size == 0:
         raise AudioDecodeError("The file contains no audio samples.")
-    samples = _resample(mono, rate, target_rate)
+    samples = resample_clip(mono, rate, target_rate)
     if not np.isfinite(samples).all():  # finite samples so large that mixing or resampling overflowed
         raise AudioDecodeError("The audio's samples are too large to be mixed and resampled.")
     return samples
@@ -154,17 +155,6 @@ def _too_many_samples(values: int, size: int, max_seconds: float | None) -> str:
         f"The audio holds more samples than {max_seconds:g} s of 192 kHz stereo; "
         f"decoding stopped after {values} samples."
     )
-
-
-def _resample(samples: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
-    """soxr at high quality, `ceil(n * ratio)` samples long (librosa's `resample` with `fix=True`)."""
-    if rate == target_rate:
-        return samples
-    out = soxr.resample(samples, rate, target_rate, quality="soxr_hq")
-    length = math.ceil(samples.size * target_rate / rate)
-    if out.size < length:
-        out = np.pad(out, (0, length - out.size))
-    return np.ascontiguousarray(out[:length], dtype=np.float32)
 
 
 def audio_duration(data: bytes) -> float:

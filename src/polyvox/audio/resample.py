@@ -1,9 +1,27 @@
-"""Streaming sample-rate conversion of mono float32 audio (ffmpeg's swresample through PyAV)."""
+"""Sample-rate conversion of mono float32 audio: `Resampler` streams a response's audio through
+ffmpeg's swresample (PyAV); `resample_clip` converts a whole voice clip with soxr, as the official
+VoxCPM2 code does (through `librosa.load`), so a clone reference gives the model the same samples."""
 
 from __future__ import annotations
 
+import math
+
 import av
 import numpy as np
+import soxr
+
+
+def resample_clip(samples: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
+    """A whole clip at `target_rate`: soxr at high quality, `ceil(n * ratio)` samples long (librosa's
+    `resample` with `fix=True`). Every voice clip changes rate here, whichever path brings it."""
+    samples = np.asarray(samples, dtype=np.float32).reshape(-1)
+    if rate == target_rate:
+        return samples
+    out = soxr.resample(samples, rate, target_rate, quality="soxr_hq")
+    length = math.ceil(samples.size * target_rate / rate)
+    if out.size < length:
+        out = np.pad(out, (0, length - out.size))
+    return np.ascontiguousarray(out[:length], dtype=np.float32)
 
 
 def to_frame(samples: np.ndarray, sample_rate: int, pts: int | None = None) -> av.AudioFrame:

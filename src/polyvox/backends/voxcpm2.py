@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 import numpy as np
 import torch
 
+from polyvox.audio.resample import resample_clip
 from polyvox.backends.base import OPENAI_VOICES, BackendInfo, ReferenceAudio, SynthesisRequest
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.batching.async_core import AsyncBatchingCore, BatchingCoreDead
@@ -259,7 +260,7 @@ class VoxCPM2Backend:
                 return cached
             from polyvox.models.voxcpm2.audio_in import encode_wav
 
-            samples = _resample(ref.samples, ref.sample_rate, self.model.vae.sample_rate)
+            samples = resample_clip(ref.samples, ref.sample_rate, self.model.vae.sample_rate)
             feats = encode_wav(self.model.vae, samples, self.model.config.patch_size, padding)
             with self._references_lock:
                 self.prompt_encodes += 1
@@ -276,13 +277,3 @@ class VoxCPM2Backend:
                 self._references.move_to_end(key)
                 self.prompt_cache_hits += 1
             return feats
-
-
-def _resample(samples: np.ndarray, rate: int, target: int) -> np.ndarray:
-    samples = np.asarray(samples, dtype=np.float32).reshape(-1)
-    if rate == target:
-        return samples
-    from polyvox.audio.resample import Resampler
-
-    resampler = Resampler(rate, target)
-    return np.concatenate([resampler.process(samples), resampler.flush()])
