@@ -122,7 +122,6 @@ class AudioCache:
         self.directory = Path(directory)
         self.max_bytes = max_bytes
         self.ttl_s = ttl_s or None
-        self.evictions = 0
         self._on_change = on_change
         self._lock = threading.Lock()
         self._index: OrderedDict[str, int] = OrderedDict()  # key -> size, least recently used first
@@ -189,7 +188,6 @@ class AudioCache:
                 victim, victim_size = self._index.popitem(last=False)
                 self._bytes -= victim_size
                 victims.append(victim)
-            self.evictions += len(victims)
         for victim in victims:
             self._unlink(victim)
         self._changed()

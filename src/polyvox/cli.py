@@ -1,12 +1,11 @@
 """The `polyvox` command: `serve` (the HTTP server), `say` (synthesise without a server) and `bench`
-(a load generator against a running server). Subcommands live in a registry, so adding one is a
-small, separate change; `polyvox.cli_checkpoint.register(subparsers)` is picked up when present."""
+(a load generator against a running server) and `checkpoint` (`polyvox.cli_checkpoint`). Subcommands
+live in a registry, so adding one is a small, separate change."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import logging
 import os
@@ -20,13 +19,13 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import ValidationError
 
 from polyvox import __version__
+from polyvox.cli_checkpoint import register as add_checkpoint
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
 
 log = logging.getLogger("polyvox")
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-OPTIONAL_SUBCOMMAND_MODULES = ("polyvox.cli_checkpoint",)
 
 
 # --- settings as flags -----------------------------------------------------------------------------
@@ -323,10 +322,11 @@ def run_bench(args: argparse.Namespace) -> int:
 
 # --- entry point -----------------------------------------------------------------------------------
 
-SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
+SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {
     "serve": add_serve,
     "say": add_say,
     "bench": add_bench,
+    "checkpoint": add_checkpoint,
 }
 
 
@@ -338,14 +338,6 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in SUBCOMMANDS.values():
         add(subparsers)
-    for module_name in OPTIONAL_SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
-        module.register(subparsers)
     return parser
 
 

@@ -41,10 +41,6 @@ class AudioFormat:
     sample_rates: tuple[int, ...] | None = None
     container_options: dict[str, str] = field(default_factory=dict)
 
-    @property
-    def lossless(self) -> bool:
-        return self.bit_rate is None
-
     def check_rate(self, sample_rate: int) -> int:
         """Return `sample_rate` if this format can carry it, else raise UnsupportedSampleRate."""
         if self.sample_rates is not None:

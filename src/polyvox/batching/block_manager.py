@@ -74,7 +74,7 @@ class BlockManager:
                 del self.free_ids[block_id]
             block.ref_count += 1
             seq.block_table.append(block_id)
-        seq.num_cached = seq.num_computed = len(hits) * self.block_size
+        seq.num_computed = len(hits) * self.block_size
         seq.num_hashed_blocks = len(hits)
         for _ in range(seq.num_blocks - len(hits)):
             seq.block_table.append(self._take_free())

@@ -74,7 +74,6 @@ class Sequence:
             raise ValueError("empty prompt")
         self.patches: list[torch.Tensor] = []
         self.num_computed = 0
-        self.num_cached = 0
         self.block_table: list[int] = []
         self.num_hashed_blocks = 0
         self.block_hashes = self._prompt_block_hashes()
@@ -100,10 +99,6 @@ class Sequence:
         if self.first_output_at is None:
             return None
         return len(self.patches) * patch_s - (now - self.first_output_at)
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status is SequenceStatus.FINISHED
 
     @property
     def prev_patch(self) -> torch.Tensor:
@@ -132,7 +127,6 @@ class Sequence:
         """Forget the KV (preempted): the prompt and generated patches will be prefilled again."""
         self.block_table = []
         self.num_computed = 0
-        self.num_cached = 0
         self.num_hashed_blocks = 0
         self.lm_hidden = None
         self.residual_hidden = None

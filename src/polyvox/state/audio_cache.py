@@ -40,7 +40,6 @@ end
 redis.call('HSET', KEYS[3], ARGV[5], size)
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
 local total = redis.call('INCRBY', KEYS[4], size - old)
-local evicted = 0
 while total > tonumber(ARGV[4]) do
   local victim = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
   if (not victim) or victim == ARGV[5] then break end
@@ -49,9 +48,8 @@ while total > tonumber(ARGV[4]) do
   redis.call('HDEL', KEYS[3], victim)
   redis.call('DEL', ARGV[6] .. victim)
   total = redis.call('DECRBY', KEYS[4], victim_size)
-  evicted = evicted + 1
 end
-return {total, redis.call('ZCARD', KEYS[2]), evicted}
+return {total, redis.call('ZCARD', KEYS[2])}
 """
 
 _FORGET = """
@@ -86,7 +84,6 @@ class RedisAudioCache:
         self.connection = connection
         self.max_bytes = max_bytes
         self.ttl_s = ttl_s or None
-        self.evictions = 0
         self._on_change = on_change
         self._prefix = prefix
         self._keys = [f"{prefix}lru", f"{prefix}sizes", f"{prefix}bytes"]
@@ -138,13 +135,12 @@ class RedisAudioCache:
         ttl_ms = int(self.ttl_s * 1000) if self.ttl_s else 0
         args = [data, ttl_ms, time.time(), self.max_bytes, key, self._entry("")]
         try:
-            total, entries, evicted = self.connection.call(
+            total, entries = self.connection.call(
                 "cache_put", lambda _client: self._put(keys=[self._entry(key), *self._keys], args=args)
             )
         except StateUnavailable as exc:
             log.debug("audio cache entry not stored: %s", exc)
             return False
-        self.evictions += int(evicted)
         self._report(int(entries), int(total))
         return True
 
