@@ -171,28 +171,6 @@ class VoiceList(BaseModel):
     default: str = "alloy"
 
 
-class VoiceDetail(BaseModel):
-    """One voice, as `GET/POST /v1/audio/voices[/{id}]` show it: OpenAI's `audio.voice` object (`id`,
-    `name`, `created_at`, `type`, `prompt`) plus polyvox's fields."""
-
-    id: str
-    object: Literal["audio.voice"] = "audio.voice"
-    name: str
-    created_at: int | None = None
-    type: Literal["audio_sample", "prompt"] | None = None
-    prompt: str | None = None
-    consent_id: str | None = None
-    source: str
-    description: str | None = None
-    transcript: str | None = None
-    duration_s: float | None = None
-    voice_prompt_hash: str | None = None
-    cfg_value: float | None = None
-    inference_timesteps: int | None = None
-    consent: bool | None = None
-    created: float | None = None
-
-
 class VoiceDeleted(BaseModel):
     id: str
     object: Literal["audio.voice.deleted"] = "audio.voice.deleted"

@@ -2,6 +2,7 @@
 registered in a voices directory or uploaded through the API, and the checks every clip passes."""
 
 from polyvox.voices.clips import ClipLimits, load_clip
+from polyvox.voices.detail import VoiceDetail
 from polyvox.voices.errors import (
     InvalidVoiceAudio,
     InvalidVoiceName,
@@ -11,7 +12,7 @@ from polyvox.voices.errors import (
     VoiceStorageUnavailable,
     VoiceUnsupported,
 )
-from polyvox.voices.registry import ResolvedVoice, VoiceInfo, VoiceRegistry
+from polyvox.voices.registry import ResolvedVoice, VoiceRegistry
 
 __all__ = [
     "ClipLimits",
@@ -20,7 +21,7 @@ __all__ = [
     "ResolvedVoice",
     "VoiceConflict",
     "VoiceError",
-    "VoiceInfo",
+    "VoiceDetail",
     "VoiceNotFound",
     "VoiceRegistry",
     "VoiceStorageUnavailable",

@@ -25,6 +25,7 @@ from polyvox.voices.builtin import BUILTIN_DIR, BuiltinFreezer, default_script, 
 from polyvox.voices.clips import ClipLimits, load_clip
 from polyvox.voices.consents import ConsentStore
 from polyvox.voices.design import FrozenPrompt, VoiceDesign, freeze_design, reference_of
+from polyvox.voices.detail import VoiceDetail
 from polyvox.voices.errors import (
     ConsentInUse,
     ConsentNotFound,
@@ -62,25 +63,6 @@ class ResolvedVoice:
     def voice_prompt_hash(self) -> str | None:
         """The content hash of the voice's prompt clip: what a cache key holds for this voice."""
         return self.reference.content_hash if self.reference is not None else None
-
-
-@dataclass(frozen=True)
-class VoiceInfo:
-    """What the voice API shows about one voice."""
-
-    id: str
-    source: str
-    description: str | None = None
-    transcript: str | None = None
-    duration_s: float | None = None
-    voice_prompt_hash: str | None = None
-    cfg_value: float | None = None
-    inference_timesteps: int | None = None
-    consent: bool | None = None
-    consent_id: str | None = None
-    label: str | None = None
-    prompt: str | None = None
-    created: float | None = None
 
 
 @dataclass(frozen=True)
@@ -159,13 +141,14 @@ class VoiceRegistry:
     def is_reserved(self, name: str) -> bool:
         return name.lower() in {n.lower() for n in self.builtin_names()}
 
-    def info(self, name: str) -> VoiceInfo:
+    def info(self, name: str) -> VoiceDetail:
         stored = self._voices.get(name)
         if stored is not None:
             entry, ref = stored.entry, stored.reference
-            return VoiceInfo(
-                id=name,
-                source=entry.source,
+            return VoiceDetail.of(
+                name,
+                entry.source,
+                label=entry.label,
                 transcript=entry.transcript,
                 duration_s=round(ref.samples.size / ref.sample_rate, 3),
                 voice_prompt_hash=ref.content_hash,
@@ -173,18 +156,17 @@ class VoiceRegistry:
                 inference_timesteps=entry.inference_timesteps,
                 consent=entry.consent,
                 consent_id=entry.consent_id,
-                label=entry.label,
                 prompt=entry.prompt,
                 created=entry.created,
             )
         if name in self.builtin_names():
             design = self.builtins.get(name)
-            return VoiceInfo(id=name, source="builtin", description=design.description if design else None)
+            return VoiceDetail.of(name, "builtin", description=design.description if design else None)
         raise VoiceNotFound(f"voice {name!r} not found", param="voice_id")
 
-    def infos(self, backend: Backend | None = None) -> list[VoiceInfo]:
+    def infos(self, backend: Backend | None = None) -> list[VoiceDetail]:
         known = set(self._voices) | set(self.builtin_names())
-        return [self.info(n) if n in known else VoiceInfo(n, "builtin") for n in self.names(backend)]
+        return [self.info(n) if n in known else VoiceDetail.of(n, "builtin") for n in self.names(backend)]
 
     # ------------------------------------------------------------------ speaking
 
@@ -287,7 +269,7 @@ class VoiceRegistry:
 
     def add(
         self, name: str, data: bytes, filename: str, entry: VoiceEntry, param: str = "audio"
-    ) -> tuple[VoiceInfo, bool]:
+    ) -> tuple[VoiceDetail, bool]:
         """Check and store a voice from an uploaded clip (`param` names its field), replacing one of
         the same id; it needs consent: `entry.consent_id` citing a consent recording, or
         `entry.consent` true. Returns its info and whether it replaced another."""
@@ -310,7 +292,7 @@ class VoiceRegistry:
 
     async def design(
         self, name: str, prompt: str, script: str | None, backend: Backend
-    ) -> tuple[VoiceInfo, bool]:
+    ) -> tuple[VoiceDetail, bool]:
         """Make a voice from a description: the engine designs it speaking `script` (default: the
         builtin voices' sentence) with a fixed seed, once, and the clip is stored as the voice.
         Raises VoiceUnsupported when the engine cannot clone (it would never speak with it)."""
@@ -356,7 +338,7 @@ class VoiceRegistry:
 
     def _store_voice(
         self, voice_id: str, data: bytes, suffix: str, entry: VoiceEntry, reference: ReferenceAudio
-    ) -> tuple[VoiceInfo, bool]:
+    ) -> tuple[VoiceDetail, bool]:
         entry = entry.model_copy(update={"created": time.time()})
         with self._lock:
             previous = self._changeable(voice_id).put(voice_id, data, suffix, entry)

@@ -20,7 +20,8 @@ from starlette.requests import Request
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.protocol import REF_TEXT_FIELDS
 from polyvox.server.speech.admission import Overloaded
-from polyvox.voices.registry import VoiceInfo, VoiceRegistry
+from polyvox.voices.detail import VoiceDetail
+from polyvox.voices.registry import VoiceRegistry
 from polyvox.voices.store import VoiceEntry, check_text
 
 AUDIO_FIELDS = ("audio_sample", "audio", "file", "voice_file", "custom_voice_file", "speaker_wav")
@@ -36,7 +37,7 @@ def _field(fields: Mapping[str, Any], names: tuple[str, ...]) -> Any:
 
 async def create_from_fields(
     request: Request, registry: VoiceRegistry, fields: Mapping[str, Any]
-) -> tuple[VoiceInfo, bool]:
+) -> tuple[VoiceDetail, bool]:
     """The voice the fields describe, stored; and whether it replaced one of the same id."""
     name = _field(fields, ("name", "voice", "id"))
     if not isinstance(name, str):
@@ -58,7 +59,7 @@ def _creation_type(fields: Mapping[str, Any]) -> str:
 
 async def _from_sample(
     registry: VoiceRegistry, name: str, fields: Mapping[str, Any]
-) -> tuple[VoiceInfo, bool]:
+) -> tuple[VoiceDetail, bool]:
     param = next((f for f in AUDIO_FIELDS if isinstance(fields.get(f), UploadFile)), None)
     if param is None:
         raise APIError(
@@ -89,7 +90,7 @@ async def _from_sample(
 
 async def _from_prompt(
     request: Request, registry: VoiceRegistry, name: str, fields: Mapping[str, Any]
-) -> tuple[VoiceInfo, bool]:
+) -> tuple[VoiceDetail, bool]:
     """Design the voice with the engine, as one request in flight (an admission slot, the deadline)."""
     prompt = check_text(fields.get("prompt"), "prompt", MAX_PROMPT_CHARS, multiline=True)
     script = fields.get("script_hint")

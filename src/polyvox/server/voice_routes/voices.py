@@ -11,7 +11,6 @@ here, once."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 
 import anyio
@@ -22,7 +21,6 @@ from polyvox.server.errors import APIError, error_response
 from polyvox.server.protocol import (
     VoiceCard,
     VoiceDeleted,
-    VoiceDetail,
     VoiceList,
     VoicesReloaded,
     WebUIVoice,
@@ -30,6 +28,7 @@ from polyvox.server.protocol import (
 )
 from polyvox.server.voice_routes.creation import create_from_fields
 from polyvox.server.voice_routes.fields import read_fields
+from polyvox.voices.detail import VoiceDetail
 from polyvox.voices.errors import (
     InvalidVoiceAudio,
     InvalidVoiceName,
@@ -40,7 +39,7 @@ from polyvox.voices.errors import (
     VoiceTooLarge,
     VoiceUnsupported,
 )
-from polyvox.voices.registry import VoiceInfo, VoiceRegistry
+from polyvox.voices.registry import VoiceRegistry
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["voices"])
@@ -97,37 +96,24 @@ def get_registry(request: Request) -> VoiceRegistry:
     return request.app.state.voices
 
 
-def _display_name(info: VoiceInfo) -> str:
-    if info.label:
-        return info.label
-    return info.id.capitalize() if info.source == "builtin" else info.id
-
-
-def _detail(info: VoiceInfo) -> VoiceDetail:
-    fields = {k: v for k, v in dataclasses.asdict(info).items() if k != "label"}
-    kind = {"builtin": None, "designed": "prompt"}.get(info.source, "audio_sample")
-    created_at = int(info.created) if info.created is not None else None
-    return VoiceDetail(**fields, name=_display_name(info), type=kind, created_at=created_at)
-
-
 @router.get("/v1/audio/voices", response_model=WebUIVoiceList)
 async def list_voices_webui(
     request: Request, registry: VoiceRegistry = Depends(get_registry)
 ) -> WebUIVoiceList:
     infos = registry.infos(request.app.state.backend)
-    return WebUIVoiceList(voices=[WebUIVoice(id=i.id, name=_display_name(i)) for i in infos])
+    return WebUIVoiceList(voices=[WebUIVoice(id=i.id, name=i.name) for i in infos])
 
 
 @router.get("/v1/voices", response_model=VoiceList)
 async def list_voices(request: Request, registry: VoiceRegistry = Depends(get_registry)) -> VoiceList:
     infos = registry.infos(request.app.state.backend)
-    cards = [VoiceCard(id=i.id, name=_display_name(i), source=i.source) for i in infos]
+    cards = [VoiceCard(id=i.id, name=i.name, source=i.source) for i in infos]
     return VoiceList(data=cards, default="alloy")
 
 
 @router.get("/v1/audio/voices/{voice_id}", response_model=VoiceDetail)
 async def get_voice(voice_id: str, registry: VoiceRegistry = Depends(get_registry)) -> VoiceDetail:
-    return _detail(registry.info(voice_id))
+    return registry.info(voice_id)
 
 
 @router.post("/v1/audio/voices", response_model=VoiceDetail, status_code=201)
@@ -136,7 +122,7 @@ async def create_voice(request: Request, registry: VoiceRegistry = Depends(get_r
     or from a text prompt; a name that is a voice id again replaces that voice (200)."""
     fields = await read_fields(request, request.app.state.settings.max_request_bytes)
     info, replaced = await create_from_fields(request, registry, fields)
-    return JSONResponse(_detail(info).model_dump(), status_code=200 if replaced else 201)
+    return JSONResponse(info.model_dump(), status_code=200 if replaced else 201)
 
 
 @router.delete("/v1/audio/voices/{voice_id}", response_model=VoiceDeleted)

@@ -1,0 +1,39 @@
+"""What the voice API shows about one voice: OpenAI's `audio.voice` object (`id`, `name`,
+`created_at`, `type`, `prompt`) plus polyvox's fields. The registry builds it; the routes answer it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+
+class VoiceDetail(BaseModel):
+    """One voice, as `GET/POST /v1/audio/voices[/{id}]` show it (and the voice lists name it)."""
+
+    id: str
+    object: Literal["audio.voice"] = "audio.voice"
+    name: str
+    created_at: int | None = None
+    type: Literal["audio_sample", "prompt"] | None = None
+    prompt: str | None = None
+    consent_id: str | None = None
+    source: str  # builtin, registered, uploaded or designed
+    description: str | None = None
+    transcript: str | None = None
+    duration_s: float | None = None
+    voice_prompt_hash: str | None = None
+    cfg_value: float | None = None
+    inference_timesteps: int | None = None
+    consent: bool | None = None
+    created: float | None = None
+
+    @classmethod
+    def of(cls, voice_id: str, source: str, *, label: str | None = None, **fields: Any) -> VoiceDetail:
+        """The voice `voice_id` from `source`: its display name is its label, else its id (a builtin
+        one capitalised); a designed voice is OpenAI's `prompt` type, a builtin one has none."""
+        name = label or (voice_id.capitalize() if source == "builtin" else voice_id)
+        kind = {"builtin": None, "designed": "prompt"}.get(source, "audio_sample")
+        created = fields.get("created")
+        created_at = int(created) if created is not None else None
+        return cls(id=voice_id, source=source, name=name, type=kind, created_at=created_at, **fields)
