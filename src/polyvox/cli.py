@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from polyvox import __version__
 from polyvox.cli_checkpoint import register as add_checkpoint
+from polyvox.logs import setup_logging
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
 
@@ -100,10 +101,6 @@ def _debug(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "debug", False)) or level.lower() == "debug"
 
 
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
 # --- serve -----------------------------------------------------------------------------------------
 
 
@@ -121,7 +118,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from polyvox.settings_errors import files_named_by
 
     settings = settings_from_args(args)
-    _setup_logging(settings.log_level)
+    log_config = setup_logging(settings.log_level, settings.log_format)
     with files_named_by(settings):
         app = create_app(settings)
     info = app.state.backend.info
@@ -133,7 +130,12 @@ def run_serve(args: argparse.Namespace) -> int:
             settings.host,
         )
     config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_level=settings.log_level, timeout_graceful_shutdown=5
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        log_config=log_config,  # uvicorn's lines in polyvox's format
+        timeout_graceful_shutdown=5,
     )
     server = DrainingServer(
         config,
@@ -221,7 +223,7 @@ def run_say(args: argparse.Namespace) -> int:
     from polyvox.backends.errors import BackendError, BackendInputError
 
     settings = settings_from_args(args)
-    _setup_logging("warning" if settings.log_level == "info" else settings.log_level)
+    setup_logging("warning" if settings.log_level == "info" else settings.log_level, settings.log_format)
     if not 0.25 <= args.speed <= 4.0:
         print("polyvox say: --speed must be between 0.25 and 4.0", file=sys.stderr)
         return 2

@@ -220,7 +220,7 @@ class Settings(BaseSettings):
         "mixed",
         description="New requests' prompts run in the same step as running requests' next patches "
         "(mixed), in steps of their own (separate), or in their own only while every running stream "
-        "is far enough ahead of real time (adaptive).",
+        "is ahead of real time by a few step times (adaptive); measured in BENCHMARKS.md.",
     )
     cuda_graphs: bool = Field(True, description="Capture decode steps as CUDA graphs (CUDA only).")
     torch_compile: bool = Field(
@@ -266,6 +266,10 @@ class Settings(BaseSettings):
     ui: bool = Field(True, description="Serve the web playground at / and /ui (its API calls need a key).")
 
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+    log_format: Literal["text", "json"] = Field(
+        "text",
+        description="Log lines as text, or one JSON object per line; a request's lines carry its request id.",
+    )
 
     @field_validator("api_keys", "admin_api_keys", mode="before")
     @classmethod

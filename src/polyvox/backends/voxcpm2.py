@@ -28,8 +28,10 @@ from polyvox.batching.sequence import SamplingParams
 from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN, cfg_value_in_range
 from polyvox.models.voxcpm2.generate import capped_max_len
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
+from polyvox.models.voxcpm2.model_source import ModelSource, checkpoint_source, random_source
 from polyvox.models.voxcpm2.prompt import Prompt
 from polyvox.settings import Settings
+from polyvox.startup import stage
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +44,7 @@ REFERENCE_CACHE_SIZE = 64
 class VoxCPM2Backend:
     def __init__(
         self,
-        model: VoxCPM2,
+        model: VoxCPM2 | ModelSource,
         config: BatchingConfig | None = None,
         *,
         model_id: str = "voxcpm2",
@@ -52,7 +54,10 @@ class VoxCPM2Backend:
         prompt_cache_size: int = REFERENCE_CACHE_SIZE,
         torch_threads: int | None = None,
     ):
-        self.model = model
+        # A ModelSource loads at start(), in the background, so the server answers while it loads.
+        self._source = model if isinstance(model, ModelSource) else None
+        if isinstance(model, VoxCPM2):
+            self.model = model
         # PyTorch's intra-op threads (process-wide, set at start); None leaves PyTorch's default. On a
         # CPU, as many threads as cores fight the server's encoding threads for them (BENCHMARKS.md).
         self.torch_threads = torch_threads
@@ -81,12 +86,11 @@ class VoxCPM2Backend:
     @classmethod
     def from_settings(cls, settings: Settings) -> VoxCPM2Backend:
         if settings.model:
-            model = VoxCPM2.load(settings.model, device=settings.device, dtype=settings.dtype)
+            model = checkpoint_source(settings.model, device=settings.device, dtype=settings.dtype)
             model_id = "voxcpm2"
         else:
-            model = VoxCPM2.random(
-                settings.random_weights or "tiny", device=settings.device, dtype=settings.dtype
-            )
+            size = settings.random_weights or "tiny"
+            model = random_source(size, device=settings.device, dtype=settings.dtype)
             model_id = f"voxcpm2-random-{settings.random_weights}"
         config = BatchingConfig(
             max_num_seqs=settings.max_num_seqs,
@@ -123,8 +127,12 @@ class VoxCPM2Backend:
     def _build(self) -> AsyncBatchingCore:
         if self.torch_threads is not None:
             torch.set_num_threads(self.torch_threads)
+        if self._source is not None:
+            self.model = self._source.load()
+            self._source = None
         m = self.model
-        core = BatchingCore(m.lm, m.vae, m.config, self.config, m.device, m.dtype)
+        with stage("build the batching core (KV cache, attention, compile)"):
+            core = BatchingCore(m.lm, m.vae, m.config, self.config, m.device, m.dtype)
         log.info(
             "VoxCPM2 engine: %d KV blocks of %d positions on %s",
             core.block_manager.num_blocks,

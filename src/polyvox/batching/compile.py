@@ -9,6 +9,8 @@ import logging
 
 import torch
 
+from polyvox.startup import Progress, stage
+
 log = logging.getLogger(__name__)
 
 # (module, method): LocEnc whole; of the LocDiT, what each solver step runs
@@ -31,7 +33,8 @@ def compile_step_modules(lm, vae, enabled: bool = True) -> bool:
         if method not in vars(owner):  # not compiled already (an engine restart reuses the model)
             setattr(owner, method, torch.compile(getattr(owner, method)))
     try:
-        _warm_up(lm, vae)
+        with stage("compile the step (torch.compile, warmed up on every batch shape)"):
+            _warm_up(lm, vae)
     except Exception as exc:  # any compiler failure: serve eagerly rather than not at all
         log.warning("torch.compile failed (%s); the step runs eagerly", exc)
         _uncompile(targets)
@@ -49,6 +52,8 @@ def _warm_up(lm, vae) -> None:
     patch, dim = lm.patch_size, lm.feat_dim
     hidden = lm.config.lm_config.hidden_size
     options = dict(device=lm.device, dtype=lm.dtype)
+    # each shape compiles anew, for seconds to minutes: count them so a person sees it moving
+    progress = Progress("compile", 2 * len(WARM_UP_BATCHES) + len(WARM_UP_PATCHES) - 1, "shapes")
     for batch in WARM_UP_BATCHES:
         lm.embed_patches(torch.zeros(batch, patch, dim, **options))
         lm.decode_patch(
@@ -59,12 +64,15 @@ def _warm_up(lm, vae) -> None:
             torch.full((batch,), 2.0, **options),
             2,
         )
+        progress.advance()
     vae_param = next(vae.parameters())
     for batch in WARM_UP_BATCHES:
         state = vae.init_stream_state(batch, vae_param.device, vae_param.dtype)
         vae.decode_stream(torch.zeros(batch, dim, patch, **options).to(vae_param.dtype), state)
+        progress.advance()
     for patches in WARM_UP_PATCHES[1:]:
         state = vae.init_stream_state(1, vae_param.device, vae_param.dtype)
         vae.decode_stream(
             torch.zeros(1, dim, patches * patch, device=vae_param.device, dtype=vae_param.dtype), state
         )
+        progress.advance()

@@ -14,11 +14,8 @@ class BatchingConfig:
 
     `num_kv_blocks` fixes the KV pool size; unset, the model runner sizes it from
     `gpu_memory_utilization` on CUDA and from `cpu_kv_cache_bytes` on CPU. `decode_audio=False`
-    yields latents only (tests and benchmarks of the LM side). `prefill_policy` "mixed" runs new
-    requests' prompt chunks in the same step as the running requests' next patches; "separate" gives
-    prompt chunks steps of their own, the running requests waiting meanwhile; "adaptive" does that
-    only while every running stream's audio is far enough ahead of real time to wait a step
-    (see the scheduler and BENCHMARKS.md).
+    yields latents only (tests and benchmarks of the LM side). `prefill_policy`: as the setting
+    of that name describes.
     `attention_backend` "auto" uses flash-attn for CUDA fp16/bf16 batches when it is installed.
     `compile` runs LocEnc, the LocDiT estimator and the VAE decode through torch.compile (at start).
     """

@@ -1,22 +1,11 @@
 """Which sequences compute which positions in the next step, under the token, sequence and KV budgets.
 
-Policy: running sequences first, oldest first, each advancing one position (or continuing a chunked
-prefill); then waiting sequences are admitted strictly in arrival order (no skipping, so nothing
-starves) while the token budget, `max_num_seqs` and free KV blocks allow. By default ("mixed")
-prefill chunks share a step with the running sequences' decode positions, so a newcomer's first
-patch comes out of the next full step and no running stream skips a step for it. The alternative,
-"separate" (a step with prompt work runs only that, and the step after it runs everyone, so no
-stream waits more than one step), was measured against it (BENCHMARKS.md, "Prefill policy"): on
-the CPU it gave first audio sooner but lower throughput and longer gaps in the running streams; on
-a GPU, whose step costs about the same at batch 1 as at batch 64, every arrival would cost the
-running streams a whole step. "adaptive" takes a prompt-only step only while every running
-stream's audio is ahead of real-time playback (from its first patch) by at least
-`ADAPTIVE_MARGIN_STEPS` step times: a newcomer's first audio comes sooner when there is room, never
-at the cost of a stream running dry, and under saturation (no stream ahead) it is "mixed".
-
-Long prompts are chunked by the token budget so one clone reference cannot stall every stream.
-When KV blocks run out, the newest running sequence is preempted (its blocks freed; it is
-re-prefilled later from its prompt plus its generated patches).
+Running sequences go first, oldest first, one position each (or their next prefill chunk); waiting
+ones are admitted strictly in arrival order, so nothing starves. Long prompts are chunked by the token
+budget so one clone reference cannot stall every stream. Whether new prompts share a step with the
+running streams is `prefill_policy` (its setting in settings.py says how each policy works). When KV
+blocks run out, the newest running sequence is preempted and later re-prefilled from its prompt and
+the patches it made.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.voice_routes import consents, voices
 from polyvox.server.websocket import route as websocket_route
 from polyvox.settings import Settings
+from polyvox.startup import stage
 from polyvox.voices.metrics import VoiceCollector
 from polyvox.voices.registry import VoiceRegistry
 
@@ -38,7 +39,8 @@ log = logging.getLogger(__name__)
 async def _start_backend(app: FastAPI, backend: Backend) -> None:
     started = time.perf_counter()
     try:
-        await backend.start()
+        with stage(f"start the {backend.info.name} engine"):
+            await backend.start()
     except Exception as exc:
         app.state.backend_failure = f"{type(exc).__name__}: {exc}"
         # An expected failure (memory, a missing kernel...): one line; the traceback at debug level.
@@ -60,7 +62,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     backend: Backend = app.state.backend
     starting = asyncio.create_task(_start_backend(app, backend))
     supervising = asyncio.create_task(app.state.supervisor.run())
-    await voices.load_voices(app)
+    with stage("load the registered voices"):
+        await voices.load_voices(app)
     await shared_state.start(app)  # state_url: voices and the lexicon in step with the other replicas
     try:
         yield

@@ -3,9 +3,10 @@ its weights into modules, failing fast with a report of missing, unexpected and 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,14 +14,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from polyvox.startup import StartupError
+from polyvox.startup import Progress, StartupError, stage
 
 LM_FILES = ("model.safetensors", "pytorch_model.bin")
 VAE_FILES = ("audiovae.safetensors", "audiovae.pth")
 VAE_PREFIX = "audio_vae."
 _SHOWN = 20
 _LAYOUT = "config.json, tokenizer.json, model.safetensors and audiovae.pth (or .safetensors)"
-_REFETCH = "download the checkpoint again (hf download openbmb/VoxCPM2 --local-dir DIR)"
+REFETCH_HINT = "download the checkpoint again (hf download openbmb/VoxCPM2 --local-dir DIR)"
 
 
 class CheckpointError(StartupError):
@@ -51,7 +52,7 @@ class KeyReport:
                 parts.append(f"{len(keys)} {title}: {shown}")
         return "; ".join(parts) + (
             "; the weights do not match config.json (another model size, or a damaged or edited file): "
-            f"use the config.json that came with them, or {_REFETCH}"
+            f"use the config.json that came with them, or {REFETCH_HINT}"
         )
 
 
@@ -76,9 +77,9 @@ def load_weights(module: nn.Module, state: Mapping[str, torch.Tensor], source: s
     module.load_state_dict(state, strict=True)
 
 
-def resolve_checkpoint(path_or_repo: str | os.PathLike) -> Path:
-    """A local checkpoint directory, or a Hugging Face repo id fetched (or found in the cache) by
-    `snapshot_download`, which honours HF_HUB_OFFLINE and HF_HOME."""
+def local_checkpoint(path_or_repo: str | os.PathLike) -> Path | None:
+    """The checkpoint's directory when it is here already (a directory, or a Hugging Face repo id in the
+    local cache); None for a repo id still to download; CheckpointError for a path that is neither."""
     path = Path(path_or_repo).expanduser()
     if path.is_dir():
         return path
@@ -89,21 +90,55 @@ def resolve_checkpoint(path_or_repo: str | os.PathLike) -> Path:
             "pass --model an existing directory holding " + _LAYOUT + ", or a repo id such as openbmb/VoxCPM2"
         )
     from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(repo_id=text, local_files_only=True))
+    except (LocalEntryNotFoundError, OSError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def _hub_errors(repo: str) -> Iterator[None]:
+    """Hugging Face Hub failures as a CheckpointError saying what to do."""
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     try:
-        return Path(snapshot_download(repo_id=text))
+        yield
     except LocalEntryNotFoundError as exc:
         offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
         hint = "HF_HUB_OFFLINE is set" if offline else "the Hub could not be reached"
         raise CheckpointError(
-            f"checkpoint {text!r} is not a local directory, nor in the local Hugging Face cache, and {hint}; "
-            f"download it first (`hf download {text}`) or pass a local directory"
+            f"checkpoint {repo!r} is not a local directory, nor in the local Hugging Face cache, and {hint}; "
+            f"download it first (`hf download {repo}`) or pass a local directory"
         ) from exc
     except (HfHubHTTPError, OSError, ValueError) as exc:
         raise CheckpointError(
-            f"could not fetch checkpoint {text!r} from the Hugging Face Hub: {exc}"
+            f"could not fetch checkpoint {repo!r} from the Hugging Face Hub: {exc}"
         ) from exc
+
+
+def fetch_config(repo: str) -> Path:
+    """config.json of a repo id not downloaded yet (a small file): enough to check the settings before
+    the whole checkpoint downloads."""
+    from huggingface_hub import hf_hub_download
+
+    with _hub_errors(repo):
+        return Path(hf_hub_download(repo_id=repo, filename="config.json"))
+
+
+def download_checkpoint(repo: str) -> Path:
+    """The whole checkpoint of a repo id, with huggingface_hub's own progress bars on the terminal."""
+    from huggingface_hub import snapshot_download
+
+    with stage(f"download {repo}"), _hub_errors(repo):
+        return Path(snapshot_download(repo_id=repo))
+
+
+def resolve_checkpoint(path_or_repo: str | os.PathLike) -> Path:
+    """A local checkpoint directory, or a Hugging Face repo id found in the cache or downloaded by
+    `snapshot_download`, which honours HF_HUB_OFFLINE and HF_HOME."""
+    return local_checkpoint(path_or_repo) or download_checkpoint(str(path_or_repo))
 
 
 def read_config(directory: Path) -> dict[str, Any]:
@@ -117,7 +152,7 @@ def read_config(directory: Path) -> dict[str, Any]:
         ) from exc
     except json.JSONDecodeError as exc:
         raise CheckpointError(
-            f"{path} is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}; {_REFETCH}"
+            f"{path} is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}; {REFETCH_HINT}"
         ) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{path} cannot be read: {exc}") from exc
@@ -131,39 +166,73 @@ def read_state(path: Path) -> dict[str, torch.Tensor]:
     """CPU tensors of a .safetensors file or a torch pickle (state possibly under "state_dict")."""
     try:
         if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
-            return load_file(str(path), device="cpu")
+            return _read_safetensors(path)
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # truncated or foreign files raise many different types
         raise CheckpointError(
             f"{path} could not be read ({type(exc).__name__}: {exc}): the file is damaged or incomplete; "
-            + _REFETCH
+            + REFETCH_HINT
         ) from exc
     if isinstance(state, Mapping) and isinstance(state.get("state_dict"), Mapping):
         state = state["state_dict"]
     if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise CheckpointError(f"{path} does not hold a state dict of tensors; {_REFETCH}")
+        raise CheckpointError(f"{path} does not hold a state dict of tensors; {REFETCH_HINT}")
     return dict(state)
+
+
+def _read_safetensors(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors import safe_open
+
+    state = {}
+    with safe_open(str(path), framework="pt", device="cpu") as file:
+        names = list(file.keys())
+        progress = Progress(f"read {path.name}", len(names), "tensors")
+        for name in names:
+            state[name] = file.get_tensor(name)
+            progress.advance()
+    return state
+
+
+def read_shapes(path: Path) -> dict[str, torch.Tensor] | None:
+    """Meta tensors shaped as a .safetensors file's, from its header alone (no weights are read); None
+    for a torch pickle, which has no header to read (it is checked as it loads)."""
+    if path.suffix != ".safetensors":
+        return None
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as file:
+            names = list(file.keys())  # a safe_open handle is not iterable
+            return {name: torch.empty(file.get_slice(name).get_shape(), device="meta") for name in names}
+    except Exception as exc:  # truncated or foreign files raise many different types
+        raise CheckpointError(
+            f"{path} could not be read ({type(exc).__name__}: {exc}): the file is damaged or incomplete; "
+            + REFETCH_HINT
+        ) from exc
+
+
+def weight_files(directory: Path) -> tuple[Path, Path | None]:
+    """(LM file, separate AudioVAE file or None); CheckpointError when there are no LM weights."""
+    lm_path = _first(directory, LM_FILES)
+    if lm_path is None:
+        raise CheckpointError(
+            f"{directory} has no model weights (expected one of {', '.join(LM_FILES)}); {REFETCH_HINT}"
+        )
+    return lm_path, _first(directory, VAE_FILES)
 
 
 def read_weights(directory: Path) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], str, str]:
     """(LM state, AudioVAE state, LM source, VAE source). Official files may carry the VAE inside the LM
     file under `audio_vae.`; a separate audiovae file takes precedence, as in the official loader."""
-    lm_path = _first(directory, LM_FILES)
-    if lm_path is None:
-        raise CheckpointError(
-            f"{directory} has no model weights (expected one of {', '.join(LM_FILES)}); {_REFETCH}"
-        )
+    lm_path, vae_path = weight_files(directory)
     lm_state = read_state(lm_path)
     vae_state = {k.removeprefix(VAE_PREFIX): v for k, v in lm_state.items() if k.startswith(VAE_PREFIX)}
     lm_state = {k: v for k, v in lm_state.items() if not k.startswith(VAE_PREFIX)}
-    vae_path = _first(directory, VAE_FILES)
     if vae_path is not None:
         vae_state.update(read_state(vae_path))
     elif not vae_state:
         raise CheckpointError(
-            f"{directory} has no AudioVAE weights (expected one of {', '.join(VAE_FILES)}); {_REFETCH}"
+            f"{directory} has no AudioVAE weights (expected one of {', '.join(VAE_FILES)}); {REFETCH_HINT}"
         )
     return lm_state, vae_state, str(lm_path), str(vae_path or lm_path)
 

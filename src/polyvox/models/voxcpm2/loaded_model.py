@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -17,20 +18,26 @@ from torch import nn
 from polyvox.models.voxcpm2.audio_in import Padding, encode_audio_bytes
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig, fold_weight_norm
 from polyvox.models.voxcpm2.checkpoint import (
+    REFETCH_HINT,
+    VAE_FILES,
+    VAE_PREFIX,
     CheckpointError,
     compare_keys,
     load_weights,
     read_config,
+    read_shapes,
     read_weights,
     resolve_checkpoint,
     resolve_device,
     resolve_dtype,
+    weight_files,
 )
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.generate import capped_max_len, generate_latents
 from polyvox.models.voxcpm2.model import VoxCPM2LM
 from polyvox.models.voxcpm2.prompt import Prompt, build_prompt
 from polyvox.models.voxcpm2.tokenizer import VoxCPM2Tokenizer
+from polyvox.startup import stage
 
 AudioInput = bytes | torch.Tensor
 
@@ -103,18 +110,42 @@ class VoxCPM2:
         """Load a checkpoint directory (official layout) or Hugging Face repo id. The LM runs in `dtype`
         (auto: bfloat16 on CUDA, float32 on CPU); the AudioVAE stays float32, as in the official code."""
         directory = resolve_checkpoint(path_or_repo)
+        config = cls.check(directory)
+        device = resolve_device(device)
+        dtype = resolve_dtype(dtype, device)
+        with stage(f"load weights from {directory} to {device}"):
+            lm_state, vae_state, lm_source, vae_source = read_weights(directory)
+            vae = _build_vae(config, vae_state, vae_source, device)
+            lm = _build_lm(config, lm_state, lm_source, device, dtype)
+            tokenizer = VoxCPM2Tokenizer.from_pretrained(directory)
+        return cls(config, tokenizer, lm, vae)
+
+    @staticmethod
+    def check(directory: Path) -> VoxCPM2Config:
+        """The checkpoint's config, once its files are there and the LM's tensor names and shapes (from
+        the safetensors header, no weights read) fit it: cheap enough to run before the server listens.
+        CheckpointError names what is wrong."""
         try:
             config = VoxCPM2Config.model_validate(read_config(directory))
         except ValidationError as exc:
             raise CheckpointError(f"{directory / 'config.json'} is not a VoxCPM2 config: {exc}") from exc
         if not (directory / "tokenizer.json").is_file():
             raise CheckpointError(f"{directory} has no tokenizer.json")
-        lm_state, vae_state, lm_source, vae_source = read_weights(directory)
-        device = resolve_device(device)
-        dtype = resolve_dtype(dtype, device)
-        vae = _build_vae(config, vae_state, vae_source, device)
-        lm = _build_lm(config, lm_state, lm_source, device, dtype)
-        return cls(config, VoxCPM2Tokenizer.from_pretrained(directory), lm, vae)
+        lm_path, vae_path = weight_files(directory)
+        shapes = read_shapes(lm_path)
+        if shapes is None:
+            return config  # a torch pickle has no header: it is checked as it loads
+        if vae_path is None and not any(name.startswith(VAE_PREFIX) for name in shapes):
+            raise CheckpointError(
+                f"{directory} has no AudioVAE weights (expected one of {', '.join(VAE_FILES)}); "
+                + REFETCH_HINT
+            )
+        lm_shapes = {k: v for k, v in shapes.items() if not k.startswith(VAE_PREFIX)}
+        with torch.device("meta"):
+            report = compare_keys(VoxCPM2LM(config), lm_shapes)
+        if report:
+            raise CheckpointError(f"{lm_path} does not fit VoxCPM2LM: {report}")
+        return config
 
     @classmethod
     def random(

@@ -10,6 +10,7 @@ from polyvox.backends.base import Backend
 from polyvox.server.deps import get_backend, get_metrics
 from polyvox.server.errors import APIError
 from polyvox.server.metrics import Metrics
+from polyvox.startup import STAGES
 
 router = APIRouter(tags=["health"])
 
@@ -37,9 +38,9 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
                 code="engine_restarting",
                 headers={"Retry-After": "5"},
             )
-        raise APIError(
-            503, "the engine is still starting", code="engine_not_ready", headers={"Retry-After": "5"}
-        )
+        current = STAGES.current
+        starting = f"the engine is still starting: {current}" if current else "the engine is still starting"
+        raise APIError(503, starting, code="engine_not_ready", headers={"Retry-After": "5"})
     return {"status": "ready", "engine": backend.info.name, "model": backend.info.model_id}
 
 

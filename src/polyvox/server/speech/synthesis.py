@@ -24,6 +24,7 @@ from polyvox.audio.errors import UnsupportedFormat
 from polyvox.audio.pipeline import OutputPipeline
 from polyvox.backends.base import OPENAI_VOICES, Backend, ReferenceAudio, SynthesisRequest
 from polyvox.cache import open_cache
+from polyvox.logs import request_id_var
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.lifecycle.draining import Lifecycle
 from polyvox.server.metrics import Metrics
@@ -193,6 +194,7 @@ class SpeechService:
             normalize=body.normalize,
             request_id=uuid.uuid4().hex,
         )
+        request_id_var.set(request.request_id)  # every log line this request causes names it
         self.backend.validate(request)
         job = SpeechJob(request, fmt, out_rate, pipeline_speed, stream, received_at=accepted_at)
         self.cache.assign(

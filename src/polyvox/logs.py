@@ -1,0 +1,85 @@
+"""One log format for polyvox's and uvicorn's lines: `text` (one readable line each) or `json` (one
+JSON object per line). Every line a speech request causes carries its request id (`request_id_var`,
+set where the id is assigned; `RequestIdFilter` puts it on each record)."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import time
+from typing import Any, Literal
+
+LogFormat = Literal["text", "json"]
+
+request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s:%(request_tag)s %(message)s"
+_ACCESS_FIELDS = ("client", "method", "path", "http_version", "status")
+
+
+class RequestIdFilter(logging.Filter):
+    """Adds `request_id` (None outside a request) and `request_tag` (" [id]" or "") to each record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request_id = request_id_var.get()
+        record.request_id = request_id
+        record.request_tag = f" [{request_id}]" if request_id else ""
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """A record as one JSON object: time, level, logger, message, request_id when in a request, the
+    exception's traceback when there is one, and uvicorn's access fields (method, path, status...)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if getattr(record, "request_id", None):
+            entry["request_id"] = record.request_id
+        if record.name == "uvicorn.access" and isinstance(record.args, tuple) and len(record.args) == 5:
+            entry.update(zip(_ACCESS_FIELDS, record.args, strict=True))
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def log_config(level: str, fmt: LogFormat = "text") -> dict[str, Any]:
+    """A `logging.config.dictConfig` for the whole process, uvicorn's loggers included (pass it as
+    uvicorn's `log_config`, so uvicorn does not install its own format)."""
+    formatter: dict[str, Any] = (
+        {"()": f"{__name__}.JsonFormatter"} if fmt == "json" else {"format": TEXT_FORMAT}
+    )
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"request_id": {"()": f"{__name__}.RequestIdFilter"}},
+        "formatters": {"polyvox": formatter},
+        "handlers": {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+                "formatter": "polyvox",
+                "filters": ["request_id"],
+            }
+        },
+        "root": {"handlers": ["stderr"], "level": level.upper()},
+        "loggers": {
+            name: {"handlers": [], "propagate": True, "level": level.upper()}
+            for name in ("uvicorn", "uvicorn.error", "uvicorn.access")
+        },
+    }
+
+
+def setup_logging(level: str, fmt: LogFormat = "text") -> dict[str, Any]:
+    """Configure the process's logging; returns the config for uvicorn."""
+    import logging.config
+
+    config = log_config(level, fmt)
+    logging.config.dictConfig(config)
+    return config

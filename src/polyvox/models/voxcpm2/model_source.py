@@ -1,0 +1,73 @@
+"""`ModelSource`: a VoxCPM2 model the server will load, known before it loads. A checkpoint is checked
+at once (its files, config and the LM's tensor names and shapes from the safetensors header) so a
+broken one fails before the server listens; downloading and loading the weights then run in the
+background while `/ready` answers 503."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
+from polyvox.models.voxcpm2.checkpoint import (
+    download_checkpoint,
+    fetch_config,
+    local_checkpoint,
+    read_config,
+    resolve_device,
+    resolve_dtype,
+)
+from polyvox.models.voxcpm2.config import VoxCPM2Config
+from polyvox.models.voxcpm2.loaded_model import VoxCPM2
+from polyvox.startup import stage
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """What the model will be (device, dtype, output rate) and how to load it (`load`, slow)."""
+
+    device: torch.device
+    dtype: torch.dtype
+    sample_rate: int
+    load: Callable[[], VoxCPM2]
+
+
+def _sample_rate(config: VoxCPM2Config) -> int:
+    return AudioVAEConfig.from_dict(config.audio_vae_config).out_sample_rate
+
+
+def checkpoint_source(
+    path_or_repo: str | os.PathLike, device: str | None = "auto", dtype: str | None = "auto"
+) -> ModelSource:
+    """A checkpoint directory or Hugging Face repo id, checked now; CheckpointError names what is wrong.
+    A repo id not in the local cache has only its config.json fetched now, the rest at `load`."""
+    resolved_device = resolve_device(device)
+    resolved_dtype = resolve_dtype(dtype, resolved_device)
+    directory = local_checkpoint(path_or_repo)
+    if directory is not None:
+        config = VoxCPM2.check(directory)
+    else:
+        config = VoxCPM2Config.model_validate(read_config(fetch_config(str(path_or_repo)).parent))
+
+    def load() -> VoxCPM2:
+        where = directory or download_checkpoint(str(path_or_repo))
+        return VoxCPM2.load(where, device=resolved_device, dtype=resolved_dtype)
+
+    return ModelSource(resolved_device, resolved_dtype, _sample_rate(config), load)
+
+
+def random_source(size: str, device: str | None = "auto", dtype: str | None = "auto") -> ModelSource:
+    """Random weights of `size` (tests and benchmarks without a checkpoint), made at `load`."""
+    from polyvox.models.voxcpm2.random_checkpoint import config_for
+
+    resolved_device = resolve_device(device)
+    resolved_dtype = resolve_dtype(dtype, resolved_device)
+
+    def load() -> VoxCPM2:
+        with stage(f"make random {size} weights on {resolved_device}"):
+            return VoxCPM2.random(size, device=resolved_device, dtype=resolved_dtype)
+
+    return ModelSource(resolved_device, resolved_dtype, _sample_rate(config_for(size)), load)
