@@ -10,9 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from pydantic import ValidationError
 
 from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
 from polyvox.models.voxcpm2.checkpoint import (
+    CheckpointError,
     download_checkpoint,
     fetch_config,
     local_checkpoint,
@@ -50,7 +52,11 @@ def checkpoint_source(
     if directory is not None:
         config = VoxCPM2.check(directory)
     else:
-        config = VoxCPM2Config.model_validate(read_config(fetch_config(str(path_or_repo)).parent))
+        config_path = fetch_config(str(path_or_repo))
+        try:
+            config = VoxCPM2Config.model_validate(read_config(config_path.parent))
+        except ValidationError as exc:
+            raise CheckpointError(f"{path_or_repo}'s config.json is not a VoxCPM2 config: {exc}") from exc
 
     def load() -> VoxCPM2:
         where = directory or download_checkpoint(str(path_or_repo))
