@@ -40,8 +40,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        if getattr(record, "request_id", None):
-            entry["request_id"] = record.request_id
+        request_id = getattr(record, "request_id", None)  # set by RequestIdFilter
+        if request_id:
+            entry["request_id"] = request_id
         if record.name == "uvicorn.access" and isinstance(record.args, tuple) and len(record.args) == 5:
             entry.update(zip(_ACCESS_FIELDS, record.args, strict=True))
         if record.exc_info:
