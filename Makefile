@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 # On machines without CUDA take the CPU build of torch first (a bare `torch` may pull a multi-GB CUDA build).
 TORCH_CPU := torch==2.13.0
 
-.PHONY: serve test lint format docs install install-test install-browser clean
+.PHONY: serve test typecheck lint format docs install install-test install-browser clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ serve: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench
 	$(PY) -m pytest -q
+
+# The type checker over src/ (its settings: [tool.mypy] in pyproject.toml); `make test` runs it too.
+typecheck: $(VENV)/.installed-test
+	$(VENV)/bin/mypy src
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench

@@ -59,20 +59,18 @@ def normalize_text(text: str) -> str:
 
 def backend_fingerprint(backend: Backend) -> str:
     """Everything about the engine that changes its audio: name, model id, rate, `info.extra` (model
-    revision, voice hash...) and the engine's own `cache_fingerprint()` (e.g. a lexicon digest)."""
+    revision, voice hash...) and its lexicon's digest."""
     info = backend.info
     parts: dict[str, object] = {
         "name": info.name,
         "model": info.model_id,
         "rate": info.sample_rate,
         "extra": dict(sorted(info.extra.items())),
+        "capabilities": dataclasses.asdict(info.capabilities),
     }
-    own = getattr(backend, "cache_fingerprint", None)
-    if callable(own):
-        parts["own"] = own()
-    lexicon = getattr(getattr(backend, "frontend", None), "lexicon", None)
+    lexicon = backend.lexicon
     if lexicon is not None:
-        parts["lexicon"] = lexicon.digest() if callable(lexicon.digest) else lexicon.digest
+        parts["lexicon"] = lexicon.digest
     return json.dumps(parts, sort_keys=True, default=str)
 
 

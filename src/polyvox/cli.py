@@ -188,11 +188,11 @@ async def synthesize_file(
     instructions: str | None = None,
 ) -> bytes:
     """The whole utterance as a file of `fmt`: engine and OutputPipeline, no server."""
+    from polyvox.audio.encode import complete_file
     from polyvox.audio.formats import resolve
     from polyvox.audio.pipeline import OutputPipeline
     from polyvox.backends.base import SynthesisRequest
     from polyvox.backends.factory import build_backend
-    from polyvox.server.speech.synthesis import complete_file, split_speed
     from polyvox.settings_errors import files_named_by
 
     resolve(fmt, sample_rate)  # a bad format or rate is refused before a model loads
@@ -207,7 +207,7 @@ async def synthesize_file(
     try:
         # Without --sample-rate the file keeps the engine's own rate (fitted to the format; pcm: 24 kHz).
         audio_format, out_rate = resolve(fmt, sample_rate, default_rate=backend.info.sample_rate)
-        backend_speed, pipeline_speed = split_speed(backend.info, speed)
+        backend_speed, pipeline_speed = backend.info.capabilities.split_speed(speed)
         request = SynthesisRequest(text=text, voice=voice, speed=backend_speed, instructions=instructions)
         backend.validate(request)
         pipeline = OutputPipeline(backend.info.sample_rate, out_rate, audio_format, speed=pipeline_speed)

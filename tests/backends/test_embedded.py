@@ -43,8 +43,9 @@ def test_engine_is_ready_after_start_and_describes_itself(backend):
     assert backend.info.sample_rate == voice_config["audio"]["sample_rate"]
     assert backend.info.name == "embedded"
     assert backend.info.model_id == "polyvox-embedded"
-    assert backend.info.native_speed is True
-    assert backend.info.can_clone is False
+    capabilities = backend.info.capabilities
+    assert capabilities.native_speed is True and 1.0 < capabilities.max_native_speed <= 2.0
+    assert capabilities.cloning is False and capabilities.voice_design is False
     assert set(backend.info.voices) == set(OPENAI_VOICES)
 
 

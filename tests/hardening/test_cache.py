@@ -16,7 +16,7 @@ import pytest
 
 from helpers.audio import decode, pcm_samples
 from helpers.metrics import scrape, value
-from polyvox.backends.base import SynthesisRequest
+from polyvox.backends.base import BackendCapabilities, SynthesisRequest
 from polyvox.backends.fake import FakeBackend
 from polyvox.cache import AudioCache
 
@@ -224,7 +224,7 @@ def tone(seconds: float, freq: float, rate: int = 16000) -> np.ndarray:
 
 def test_re_registering_a_voice_is_never_served_stale(cached, tmp_path) -> None:
     backend = CloningFakeBackend()
-    backend.info.can_clone = True
+    backend.info.capabilities = BackendCapabilities(cloning=True, voice_design=True)
     url, backend, _ = cached(backend, voices_dir=tmp_path / "voices")
 
     def register(freq: float) -> None:

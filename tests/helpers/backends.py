@@ -3,14 +3,15 @@ steer its generation by overriding `generate` (the inner engine does the work)."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
-import numpy as np
+from polyvox.backends.base import AudioStream, Backend, PromptCacheStats, SynthesisRequest
 
-from polyvox.backends.base import Backend, SynthesisRequest
+if TYPE_CHECKING:
+    from polyvox.batching.core import BatchingStats
 
 
-class BackendWrapper:
+class BackendWrapper(Backend):
     """Passes the Backend contract through to `inner`; subclasses override `generate`."""
 
     def __init__(self, inner: Backend):
@@ -30,5 +31,14 @@ class BackendWrapper:
     def validate(self, request: SynthesisRequest) -> None:
         self.inner.validate(request)
 
-    def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+    def generate(self, request: SynthesisRequest) -> AudioStream:
         return self.inner.generate(request)
+
+    def stats(self) -> BatchingStats | None:
+        return self.inner.stats()
+
+    def prompt_cache_stats(self) -> PromptCacheStats:
+        return self.inner.prompt_cache_stats()
+
+    def as_written(self) -> Backend:
+        return self.inner.as_written()

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import io
 import struct
+from typing import cast
 
 import av
 import numpy as np
+from av.audio.stream import AudioStream
 
 from polyvox.audio.formats import AudioFormat, get_format
 
@@ -66,7 +68,8 @@ class _PyAVWriter:
     def __init__(self, fmt: AudioFormat, sample_rate: int, file: object) -> None:
         self.sample_rate = sample_rate
         self.container = av.open(file, "w", format=fmt.container, container_options=fmt.container_options)
-        self.stream = self.container.add_stream(fmt.codec, rate=sample_rate)
+        assert fmt.codec is not None  # the PCM formats (no codec) are written without PyAV
+        self.stream = cast(AudioStream, self.container.add_stream(fmt.codec, rate=sample_rate))
         self.stream.layout = "mono"
         if fmt.bit_rate is not None:
             self.stream.bit_rate = fmt.bit_rate
@@ -145,3 +148,10 @@ def encode_audio(samples: np.ndarray, sample_rate: int, fmt: str | AudioFormat) 
     writer.write(samples)
     writer.close()
     return buffer.getvalue()
+
+
+def complete_file(data: bytes, fmt: AudioFormat, sample_rate: int) -> bytes:
+    """A whole stream-encoded file made exact: WAV gets its real sizes instead of the streaming ones."""
+    if fmt.name == "wav" and len(data) >= 44:
+        return wav_header(sample_rate, (len(data) - 44) // 2) + data[44:]
+    return data

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import av
 import av.filter
 import numpy as np
@@ -48,7 +50,7 @@ class TimeStretcher:
     def _build_graph(self) -> av.filter.Graph:
         graph = av.filter.Graph()
         node = graph.add_abuffer(
-            format="flt", sample_rate=self.sample_rate, layout="mono", time_base=f"1/{self.sample_rate}"
+            format="flt", sample_rate=self.sample_rate, layout="mono", time_base=Fraction(1, self.sample_rate)
         )
         for factor in atempo_stages(self.speed):
             stage = graph.add("atempo", f"{factor:.6f}")
@@ -81,9 +83,12 @@ class TimeStretcher:
         return out
 
     def _pull(self) -> list[av.AudioFrame]:
-        frames = []
+        assert self._graph is not None  # only called while a graph is built
+        frames: list[av.AudioFrame] = []
         while True:
             try:
-                frames.append(self._graph.pull())
+                frame = self._graph.pull()
+                assert isinstance(frame, av.AudioFrame)  # an audio graph gives audio frames
+                frames.append(frame)
             except (av.error.BlockingIOError, av.error.EOFError):
                 return frames

@@ -1,18 +1,27 @@
 """The back-end contract: what the server sees of any synthesis back end.
 
-A back end turns a `SynthesisRequest` into an async iterator of mono float32 PCM chunks at
-its native sample rate. Closing the iterator early (the client went away) must free
+A back end turns a `SynthesisRequest` into an `AudioStream` of mono float32 PCM chunks at
+its native sample rate. Closing the stream early (the client went away) must free
 everything the request holds inside the engine. Encoding, resampling, speed change and
 caching happen above this contract, identically for every engine.
+
+What a back end can do is declared, never probed: `BackendInfo.capabilities` says whether it clones,
+designs voices and changes speed itself; the optional parts of the contract (batching statistics,
+the voice prompt cache's counters, the lexicon, the back end that speaks text as written) are
+methods with defaults here, which a back end that has them overrides.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from polyvox.batching.core import BatchingStats
+    from polyvox.text.lexicon import Lexicon
 
 OPENAI_VOICES: tuple[str, ...] = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "onyx",
@@ -52,23 +61,61 @@ class SynthesisRequest:
     request_id: str = ""
 
 
+@dataclass(frozen=True)
+class BackendCapabilities:
+    """What a back end can do, so no layer above has to guess."""
+
+    cloning: bool = False  # speaks in the voice of a `ReferenceAudio` (cloned and stored voices)
+    voice_design: bool = False  # `instructions` describe a voice (voice design, builtin voices)
+    native_speed: bool = False  # honours `SynthesisRequest.speed` itself, up to `max_native_speed`
+    max_native_speed: float = float("inf")
+
+    def split_speed(self, speed: float) -> tuple[float, float]:
+        """(engine speed, pipeline speed) whose product is `speed`: an engine with native speed applies
+        it up to `max_native_speed`, the OutputPipeline time-stretches the rest."""
+        backend_speed = min(speed, self.max_native_speed) if self.native_speed else 1.0
+        return backend_speed, speed / backend_speed
+
+
+@dataclass(frozen=True)
+class PromptCacheStats:
+    """A cloning back end's voice prompt cache: clips encoded (misses) and prompts reused (hits)."""
+
+    encodes: int = 0
+    hits: int = 0
+
+
 @dataclass
 class BackendInfo:
-    """What the server needs to know about an engine to shape requests and answer /v1/models."""
+    """What the server needs to know about an engine to shape requests and answer /v1/models.
+
+    `extra` holds labels that identify the audio an engine makes (device, dtype, revision, voice hash):
+    strings by nature, part of the audio cache's key; numbers and capabilities have typed fields."""
 
     name: str
     model_id: str
     sample_rate: int
-    native_speed: bool
-    can_clone: bool
+    capabilities: BackendCapabilities = BackendCapabilities()
     voices: tuple[str, ...] = OPENAI_VOICES
     languages: tuple[str, ...] = ("en",)
     extra: dict[str, str] = field(default_factory=dict)
 
 
+class AudioStream(Protocol):
+    """The chunks of one utterance (an async generator is one); `aclose()` cancels the work."""
+
+    def __aiter__(self) -> AsyncIterator[np.ndarray]: ...
+
+    def __anext__(self) -> Awaitable[np.ndarray]: ...
+
+    def aclose(self) -> Awaitable[None]: ...
+
+
 @runtime_checkable
 class Backend(Protocol):
-    """A speech engine. `generate` yields float32 mono chunks at `info.sample_rate`."""
+    """A speech engine. `generate` yields float32 mono chunks at `info.sample_rate`.
+
+    Back ends subclass this to inherit the optional methods' defaults."""
 
     info: BackendInfo
 
@@ -84,5 +131,24 @@ class Backend(Protocol):
     def validate(self, request: SynthesisRequest) -> None:
         """Raise a `BackendInputError` when the request cannot be served by this engine."""
 
-    def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
-        """Stream the utterance as float32 mono chunks; closing the iterator cancels the work."""
+    def generate(self, request: SynthesisRequest) -> AudioStream:
+        """Stream the utterance as float32 mono chunks; closing the stream cancels the work."""
+        ...
+
+    def stats(self) -> BatchingStats | None:
+        """The continuous-batching engine's counters; None for a back end that does not batch."""
+        return None
+
+    def prompt_cache_stats(self) -> PromptCacheStats:
+        """Voice prompts encoded and reused; zeros for a back end without a prompt cache."""
+        return PromptCacheStats()
+
+    @property
+    def lexicon(self) -> Lexicon | None:
+        """The pronunciation lexicon in front of the engine, if any (it changes the audio)."""
+        return None
+
+    def as_written(self) -> Backend:
+        """The back end that speaks a request's text as written, in one piece (no text front end):
+        this one, unless it is a text front end. Designed voices are frozen through it."""
+        return self

@@ -10,7 +10,7 @@ speaker, 22,050 Hz (the voice config's rate), no cloning, no voice design:
 - `instructions` are accepted and ignored: piper has no way to follow them.
 - Speed is native, through piper's `length_scale`, mapped by the measured duration curve of this
   voice (durations do not scale 1:1 with `length_scale`). The voice cannot speak faster than about
-  2x (`BackendInfo.extra["max_native_speed"]`); the server time-stretches any speed beyond that.
+  2x (`BackendCapabilities.max_native_speed`); the server time-stretches any speed beyond that.
 - Only Latin-script text is spoken (lone Greek letters such as π are read as symbols). Chinese,
   Japanese, Korean or other scripts are refused with `unsupported_language` rather than read out
   as English-letter gibberish; VoxCPM2 speaks them.
@@ -32,12 +32,12 @@ import asyncio
 import functools
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
 import numpy as np
 
-from polyvox.backends.base import OPENAI_VOICES, BackendInfo, SynthesisRequest
+from polyvox.backends.base import OPENAI_VOICES, Backend, BackendCapabilities, BackendInfo, SynthesisRequest
 from polyvox.backends.embedded_voice import VOICE_NAME, VOICE_SHA256, VoiceFiles, load_voice, locate_voice
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.backends.fair_queue import FairQueue, place_here
@@ -90,7 +90,7 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-class EmbeddedBackend:
+class EmbeddedBackend(Backend):
     """The piper voice behind the Backend contract (see `polyvox.backends.base`)."""
 
     def __init__(
@@ -114,13 +114,11 @@ class EmbeddedBackend:
             name="embedded",
             model_id=MODEL_ID,
             sample_rate=22050,
-            native_speed=True,
-            can_clone=False,
+            capabilities=BackendCapabilities(native_speed=True, max_native_speed=MAX_NATIVE_SPEED),
             languages=("en",),
             extra={
                 "voice": VOICE_NAME,
                 "voice_sha256": VOICE_SHA256,
-                "max_native_speed": str(MAX_NATIVE_SPEED),
             },
         )
 
@@ -187,7 +185,7 @@ class EmbeddedBackend:
         if not request.speed > 0:
             raise BackendInputError("speed must be positive.", param="speed", code="invalid_speed")
 
-    async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+    async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
         """Yield each sentence's float32 audio as soon as it is synthesised."""
         self.validate(request)
         voice, queue = self._voice, self._queue

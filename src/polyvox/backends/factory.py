@@ -21,11 +21,7 @@ def build_model_backend(settings: Settings) -> Backend:
 
     from polyvox.backends.embedded import EmbeddedBackend
 
-    return (
-        EmbeddedBackend.from_settings(settings)
-        if hasattr(EmbeddedBackend, "from_settings")
-        else EmbeddedBackend()
-    )
+    return EmbeddedBackend.from_settings(settings)
 
 
 def with_text_frontend(backend: Backend, settings: Settings) -> TextPipeline:

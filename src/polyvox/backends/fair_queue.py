@@ -178,7 +178,7 @@ class FairQueue:
                 heads[queued.listener] = queued
         newcomers = [head for head in heads.values() if head.listener.started == 0]
         if newcomers:
-            first = min(newcomers, key=lambda head: head.listener.order)
+            first = min(newcomers, key=lambda head: head.listener.order or 0)  # set once queued
             if self._playing_can_wait_for(first, heads.values(), now):
                 return first
         return min(

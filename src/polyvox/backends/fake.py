@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import numpy as np
 
-from polyvox.backends.base import BackendInfo, SynthesisRequest
+from polyvox.backends.base import Backend, BackendCapabilities, BackendInfo, SynthesisRequest
 from polyvox.backends.errors import BackendError, BackendInputError
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     """Yields `seconds_per_char` of a 440 Hz tone per input character, in `chunk_s` pieces.
 
     Text containing `fail_marker` raises `BackendError` mid-stream; text containing
@@ -46,8 +46,7 @@ class FakeBackend:
             name="fake",
             model_id="polyvox-fake",
             sample_rate=sample_rate,
-            native_speed=native_speed,
-            can_clone=False,
+            capabilities=BackendCapabilities(native_speed=native_speed),
         )
         if voices is not None:
             self.info.voices = voices
@@ -91,7 +90,7 @@ class FakeBackend:
         """Seconds of audio `generate` yields for this request."""
         return len(request.text) * self.seconds_per_char / request.speed
 
-    async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+    async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
         self.validate(request)
         self.last_request = request
         self.started_requests += 1

@@ -22,15 +22,20 @@ import asyncio
 import functools
 import random
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from polyvox.backends.base import Backend, SynthesisRequest
+from polyvox.backends.base import AudioStream, Backend, PromptCacheStats, SynthesisRequest
 from polyvox.backends.errors import BackendInputError
 from polyvox.backends.fair_queue import Listener, Place, listening
 from polyvox.text.frontend import TextFrontend
+from polyvox.text.lexicon import Lexicon
+
+if TYPE_CHECKING:
+    from polyvox.batching.core import BatchingStats
 
 _DONE = object()
 
@@ -40,7 +45,7 @@ class _Failure:
     error: BaseException
 
 
-class TextPipeline:
+class TextPipeline(Backend):
     """A Backend that speaks long text through `inner`, piece by piece (see the module docstring)."""
 
     def __init__(
@@ -69,6 +74,19 @@ class TextPipeline:
 
     async def stop(self) -> None:
         await self.inner.stop()
+
+    def stats(self) -> BatchingStats | None:
+        return self.inner.stats()
+
+    def prompt_cache_stats(self) -> PromptCacheStats:
+        return self.inner.prompt_cache_stats()
+
+    @property
+    def lexicon(self) -> Lexicon | None:
+        return self.frontend.lexicon
+
+    def as_written(self) -> Backend:
+        return self.inner.as_written()
 
     def validate(self, request: SynthesisRequest) -> None:
         """Check every piece with the inner engine.
@@ -122,7 +140,7 @@ class PieceStream:
     async def aclose(self) -> None:
         await self._chunks.aclose()
 
-    async def _stream(self) -> AsyncIterator[np.ndarray]:
+    async def _stream(self) -> AsyncGenerator[np.ndarray, None]:
         pipeline, request = self.pipeline, self.request
         pieces = await asyncio.to_thread(pipeline.frontend.prepare, request.text, request.normalize)
         if not pieces:
@@ -160,7 +178,7 @@ class PieceStream:
 
 async def _pull(inner: Backend, request: SynthesisRequest, queue: asyncio.Queue) -> None:
     """Move one piece's chunks from the inner engine into `queue`, then `_DONE` or a `_Failure`."""
-    chunks = None
+    chunks: AudioStream | None = None
     try:
         chunks = inner.generate(request)
         async for chunk in chunks:
@@ -169,9 +187,8 @@ async def _pull(inner: Backend, request: SynthesisRequest, queue: asyncio.Queue)
         queue.put_nowait(_Failure(exc))
         return
     finally:
-        aclose = getattr(chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        if chunks is not None:
+            await chunks.aclose()
     queue.put_nowait(_DONE)
 
 

@@ -13,13 +13,22 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from polyvox.audio.resample import resample_clip
-from polyvox.backends.base import OPENAI_VOICES, BackendInfo, ReferenceAudio, SynthesisRequest
+from polyvox.backends.base import (
+    OPENAI_VOICES,
+    Backend,
+    BackendCapabilities,
+    BackendInfo,
+    PromptCacheStats,
+    ReferenceAudio,
+    SynthesisRequest,
+)
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.batching.async_core import AsyncBatchingCore, BatchingCoreDead
 from polyvox.batching.config import BatchingConfig
@@ -33,6 +42,9 @@ from polyvox.models.voxcpm2.prompt import Prompt
 from polyvox.settings import Settings
 from polyvox.startup import stage
 
+if TYPE_CHECKING:
+    from polyvox.models.voxcpm2.audio_in import Padding
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_PATCHES = 2000
@@ -41,7 +53,7 @@ MAX_REFERENCE_SECONDS = 60.0
 REFERENCE_CACHE_SIZE = 64
 
 
-class VoxCPM2Backend:
+class VoxCPM2Backend(Backend):
     def __init__(
         self,
         model: VoxCPM2 | ModelSource,
@@ -69,8 +81,7 @@ class VoxCPM2Backend:
             name="voxcpm2",
             model_id=model_id,
             sample_rate=model.sample_rate,
-            native_speed=False,
-            can_clone=True,
+            capabilities=BackendCapabilities(cloning=True, voice_design=True),
             voices=OPENAI_VOICES,
             languages=("en", "zh"),
             extra={"device": str(model.device), "dtype": str(model.dtype).removeprefix("torch.")},
@@ -154,6 +165,9 @@ class VoxCPM2Backend:
         """The batching engine's counters (running, waiting, KV blocks, prefix hits, step time...)."""
         return self._step_loop.stats() if self._step_loop is not None else None
 
+    def prompt_cache_stats(self) -> PromptCacheStats:
+        return PromptCacheStats(encodes=self.prompt_encodes, hits=self.prompt_cache_hits)
+
     # ------------------------------------------------------------------ requests
 
     def validate(self, request: SynthesisRequest) -> None:
@@ -178,7 +192,7 @@ class VoxCPM2Backend:
                     f"the reference audio is longer than {MAX_REFERENCE_SECONDS:.0f} s", param="reference"
                 )
 
-    async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+    async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
         self.validate(request)
         if self._step_loop is None:
             raise BackendError("the VoxCPM2 engine is not started")
@@ -198,6 +212,7 @@ class VoxCPM2Backend:
             max_len = request.max_patches
         else:
             max_len = capped_max_len(prompt, self.max_patches)
+        assert self._step_loop is not None  # generate() refuses before start()
         room = self._step_loop.core.block_manager.num_blocks * self.config.kv_block_size
         limit = min(self.model.config.max_length, self.model.config.lm_config.max_position_embeddings)
         room = min(room, limit) - len(prompt)
@@ -253,7 +268,7 @@ class VoxCPM2Backend:
             prompt_audio=self._encode(ref, "left"),
         )
 
-    def _encode(self, ref: ReferenceAudio, padding: str) -> torch.Tensor:
+    def _encode(self, ref: ReferenceAudio, padding: Padding) -> torch.Tensor:
         """The clip's latent patches, from the prompt cache (by content hash) or encoded now; requests
         that bring the same new clip at once wait for one encode."""
         key = (ref.content_hash, padding)

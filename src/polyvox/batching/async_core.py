@@ -13,7 +13,7 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
 from polyvox.batching.core import BatchingCore, BatchingStats, StepFailed, StepOutput
@@ -80,7 +80,7 @@ class AsyncBatchingCore:
 
     async def generate(
         self, prompt: PromptLike, params: SamplingParams, request_id: str = ""
-    ) -> AsyncIterator[StepOutput]:
+    ) -> AsyncGenerator[StepOutput, None]:
         """Yield the request's patches as they are made; closing early cancels it in the engine."""
         if not self.running:
             reason = f"engine failed: {self._error!r}" if self._error else "engine is not running"

@@ -19,6 +19,9 @@ from polyvox.batching.config import BatchingConfig
 from polyvox.batching.model_runner import ModelRunner
 from polyvox.batching.scheduler import Scheduler
 from polyvox.batching.sequence import PromptLike, SamplingParams, Sequence, SequenceStatus
+from polyvox.models.voxcpm2.audio_vae import AudioVAE
+from polyvox.models.voxcpm2.config import VoxCPM2Config
+from polyvox.models.voxcpm2.model import VoxCPM2LM
 
 
 @dataclass(slots=True)
@@ -65,8 +68,14 @@ class BatchingStats:
 
 class BatchingCore:
     def __init__(
-        self, lm, vae, model_config, config: BatchingConfig, device: torch.device, dtype: torch.dtype
-    ):
+        self,
+        lm: VoxCPM2LM,
+        vae: AudioVAE,
+        model_config: VoxCPM2Config,
+        config: BatchingConfig,
+        device: torch.device,
+        dtype: torch.dtype,
+    ) -> None:
         self.config = config
         self.runner = ModelRunner(lm, vae, model_config, config, device, dtype)
         self.max_positions = model_config.lm_config.max_position_embeddings
@@ -123,7 +132,11 @@ class BatchingCore:
         for c in chunks:
             c.seq.num_computed = c.end
             self.block_manager.commit(c.seq)
-        latents = torch.stack([r.patch for r in results]).float().transpose(1, 2).cpu() if results else None
+        latents = (
+            torch.stack([r.patch for r in results]).float().transpose(1, 2).cpu()
+            if results
+            else torch.empty(0)
+        )
         outputs = []
         for i, r in enumerate(results):
             seq = r.seq

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -23,8 +25,11 @@ from polyvox.batching.sequence import Sequence
 from polyvox.batching.vae_graphs import VAEDecodeGraphs
 from polyvox.batching.vae_state_pool import VAEStatePool
 from polyvox.models.voxcpm2.attention import AttentionMetadata, compare_backends, use_backend
+from polyvox.models.voxcpm2.audio_vae import AudioVAE
+from polyvox.models.voxcpm2.config import LMConfig, VoxCPM2Config
 from polyvox.models.voxcpm2.host_to_device import device_tensor, to_device
 from polyvox.models.voxcpm2.kv_cache import PagedKVCache
+from polyvox.models.voxcpm2.model import VoxCPM2LM
 
 log = logging.getLogger(__name__)
 FLASH_TOLERANCE = 5e-2  # flash-attn vs SDPA on random fp16/bf16 inputs of unit scale
@@ -42,8 +47,14 @@ class PatchOutput:
 
 class ModelRunner:
     def __init__(
-        self, lm, vae, model_config, config: BatchingConfig, device: torch.device, dtype: torch.dtype
-    ):
+        self,
+        lm: VoxCPM2LM,
+        vae: AudioVAE,
+        model_config: VoxCPM2Config,
+        config: BatchingConfig,
+        device: torch.device,
+        dtype: torch.dtype,
+    ) -> None:
         self.lm = lm
         self.vae = vae
         self.model_config = model_config
@@ -54,7 +65,7 @@ class ModelRunner:
         self.patch_size = model_config.patch_size
         self.feat_dim = model_config.feat_dim
         lm_cfg = model_config.lm_config
-        self.kv_shape = dict(
+        self.kv_shape: dict[str, Any] = dict(
             block_size=self.block_size,
             num_kv_heads=lm_cfg.num_key_value_heads,
             head_dim=lm_cfg.head_dim,
@@ -93,7 +104,7 @@ class ModelRunner:
             else None
         )
 
-    def _choose_attention(self, requested: str, lm_cfg) -> str:
+    def _choose_attention(self, requested: str, lm_cfg: LMConfig) -> str:
         """The paged-attention backend in effect on this device; flash-attn only if it agrees with SDPA."""
         backend = use_backend(requested)
         if backend == "flash" and not (
@@ -139,7 +150,7 @@ class ModelRunner:
         return (1 << 30) + rows * hidden * 64
 
     @contextmanager
-    def _phase(self, name: str):
+    def _phase(self, name: str) -> Iterator[None]:
         if self.timings is None:
             yield
             return
@@ -221,8 +232,9 @@ class ModelRunner:
             c.seq.lm_hidden, c.seq.residual_hidden = lm_hidden[i], res_hidden[i]
 
     def _generate(self, seqs: list[Sequence]) -> list[PatchOutput]:
-        lm_hidden = torch.stack([s.lm_hidden for s in seqs])
-        res_hidden = torch.stack([s.residual_hidden for s in seqs])
+        # every sequence here has been through the LM this step, so its hidden states are set
+        lm_hidden = torch.stack(cast("list[torch.Tensor]", [s.lm_hidden for s in seqs]))
+        res_hidden = torch.stack(cast("list[torch.Tensor]", [s.residual_hidden for s in seqs]))
         prev = torch.stack([to_device(s.prev_patch, self.device, self.dtype) for s in seqs])
         noise = torch.cat([s.next_noise(self.feat_dim, self.patch_size) * s.params.temperature for s in seqs])
         noise = to_device(noise, self.device, self.dtype)
@@ -235,10 +247,18 @@ class ModelRunner:
                 audio = self._decode_audio(seqs, patches).cpu().numpy()
         else:
             audio = np.zeros((len(seqs), 0), dtype=np.float32)
-        stops = stops.tolist()
-        return [PatchOutput(s, patches[i], audio[i], bool(stops[i])) for i, s in enumerate(seqs)]
+        votes = stops.tolist()
+        return [PatchOutput(s, patches[i], audio[i], bool(votes[i])) for i, s in enumerate(seqs)]
 
-    def _solve(self, seqs, lm_hidden, res_hidden, prev, noise, cfg) -> torch.Tensor:
+    def _solve(
+        self,
+        seqs: list[Sequence],
+        lm_hidden: torch.Tensor,
+        res_hidden: torch.Tensor,
+        prev: torch.Tensor,
+        noise: torch.Tensor,
+        cfg: torch.Tensor,
+    ) -> torch.Tensor:
         """The LocDiT CFM solve, one call per distinct `inference_timesteps` among the sequences."""
         groups = sorted({s.params.inference_timesteps for s in seqs})
         if len(groups) == 1:
@@ -251,7 +271,7 @@ class ModelRunner:
             patches[rows] = self._decode_patch(*args, steps)
         return patches
 
-    def _decode_patch(self, *args) -> torch.Tensor:
+    def _decode_patch(self, *args: Any) -> torch.Tensor:
         return self.graphs.decode_patch(*args) if self.graphs is not None else self.lm.decode_patch(*args)
 
     def _decode_audio(self, seqs: list[Sequence], patches: torch.Tensor) -> torch.Tensor:
@@ -270,16 +290,17 @@ class ModelRunner:
                     _, primed = self.vae.decode_stream(context, pool.gather(slot))
                     pool.scatter(slot, primed)
         latents = patches.transpose(1, 2).to(pool.dtype).contiguous()  # one layout: no recompiles
+        slot_ids = cast("list[int]", [s.vae_slot for s in seqs])  # each acquired above
         if self.vae_graphs is not None:
             try:
-                audio = self.vae_graphs(latents, [s.vae_slot for s in seqs])
+                audio = self.vae_graphs(latents, slot_ids)
             except Exception as exc:  # a capture failure (it touches only the scratch slot): go eager
                 log.warning("CUDA graph for the VAE decode failed (%s); it runs eagerly", exc)
                 self.vae_graphs = None
                 audio = None
             if audio is not None:
                 return audio
-        slots = device_tensor([s.vae_slot for s in seqs], torch.long, pool.device)
+        slots = device_tensor(slot_ids, torch.long, pool.device)
         audio, state = self.vae.decode_stream(latents, pool.gather(slots))
         pool.scatter(slots, state)
         return audio.float()

@@ -75,7 +75,7 @@ def audio_seconds(body: bytes, response_format: str, pcm_rate: int) -> float:
         return len(body) / 2 / pcm_rate
     import av
 
-    with av.open(io.BytesIO(body)) as container:
+    with av.open(io.BytesIO(body), "r") as container:
         stream = container.streams.audio[0]
         samples = sum(frame.samples for frame in container.decode(stream))
         return samples / stream.codec_context.sample_rate

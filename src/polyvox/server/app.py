@@ -94,7 +94,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.state.lifecycle = Lifecycle()
     app.state.settings = settings
     app.state.backend = backend
-    app.state.lexicon = getattr(getattr(backend, "frontend", None), "lexicon", None)
+    app.state.lexicon = backend.lexicon
     app.state.metrics = metrics
     app.state.service = SpeechService(backend, settings, metrics, app.state.lifecycle)
     app.state.supervisor = BackendSupervisor(backend, app.state.lifecycle, metrics)

@@ -1,6 +1,6 @@
-"""Prometheus view of the batching engine, read at scrape time from `stats()` of the innermost engine:
+"""Prometheus view of the batching engine, read at scrape time from the back end's `stats()`:
 running and waiting requests, batch size, KV blocks, prefix-cache hits, step time and preemptions.
-Backends without `stats()` (the embedded voice) export nothing here."""
+Back ends that do not batch (the embedded voice) have none and export nothing here."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from polyvox.backends.base import Backend
-from polyvox.voices.registry import innermost
 
 
 class BatchingStatsCollector(Collector):
@@ -18,8 +17,7 @@ class BatchingStatsCollector(Collector):
         self.backend = backend
 
     def collect(self) -> Iterator[Metric]:
-        stats_fn = getattr(innermost(self.backend), "stats", None)
-        stats = stats_fn() if callable(stats_fn) else None
+        stats = self.backend.stats()
         if stats is None:
             return
         gauges = {

@@ -81,7 +81,9 @@ def error_response(error: APIError) -> JSONResponse:
 
 def from_validation_errors(errors: Sequence[Any]) -> APIError:
     """The first pydantic/FastAPI validation error as an APIError naming its parameter."""
-    first = dict(errors[0]) if errors else {"loc": (), "msg": "invalid request", "type": "value_error"}
+    first: dict[str, Any] = (
+        dict(errors[0]) if errors else {"loc": (), "msg": "invalid request", "type": "value_error"}
+    )
     loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path", "header")]
     param = loc[0] if loc else None
     message = first.get("msg", "invalid request")
@@ -151,9 +153,10 @@ def install_error_handlers(app: FastAPI) -> None:
         count(request, error)
         return error_response(error)
 
-    app.add_exception_handler(APIError, on_api_error)
-    app.add_exception_handler(RequestValidationError, on_validation)
-    app.add_exception_handler(StarletteHTTPException, on_http)
+    # Starlette types every handler as taking `Exception`; each of these is registered for its own type.
+    app.add_exception_handler(APIError, on_api_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, on_validation)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]
     app.add_exception_handler(BackendInputError, on_backend_error)
     app.add_exception_handler(BackendError, on_backend_error)
     app.add_exception_handler(DeadlineExceeded, on_backend_error)

@@ -28,8 +28,8 @@ class PlaygroundConfig(BaseModel):
     engine: str = Field(description="The back end's name: voxcpm2, embedded, ...")  # public JSON key
     model: str = Field(description="The engine's model id (also listed by GET /v1/models).")
     native_sample_rate: int
-    # VoxCPM2 is the engine that clones; it also designs voices from `instructions` and takes
-    # `cfg_value` / `inference_timesteps`. BackendInfo declares the one capability, `can_clone`.
+    # `BackendInfo.capabilities.cloning`: the playground shows its cloning, voice design and
+    # `cfg_value` / `inference_timesteps` controls only for an engine that clones (VoxCPM2).
     can_clone: bool
     languages: list[str]
     max_input_chars: int
@@ -65,7 +65,7 @@ async def playground_config(service: SpeechService = Depends(get_service)) -> Pl
         engine=info.name,
         model=info.model_id,
         native_sample_rate=info.sample_rate,
-        can_clone=info.can_clone,
+        can_clone=info.capabilities.cloning,
         languages=list(info.languages),
         max_input_chars=settings.max_input_chars,
         voice_min_seconds=settings.voice_min_seconds,

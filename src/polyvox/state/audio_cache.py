@@ -17,6 +17,7 @@ import logging
 import struct
 import time
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -133,6 +134,7 @@ class RedisAudioCache:
         if len(data) > self.max_bytes:
             return False
         ttl_ms = int(self.ttl_s * 1000) if self.ttl_s else 0
+        args: list[bytes | str | int | float]
         args = [data, ttl_ms, time.time(), self.max_bytes, key, self._entry("")]
         try:
             total, entries = self.connection.call(
@@ -162,10 +164,13 @@ class RedisAudioCache:
         them); returns how many. A no-op without a TTL."""
         if self.ttl_s is None:
             return 0
-        lru = self._keys[0]
+        lru, ttl_s = self._keys[0], self.ttl_s
         try:
-            stale = self.connection.call(
-                "cache_trim", lambda client: client.zrangebyscore(lru, "-inf", time.time() - self.ttl_s)
+            stale = cast(  # member names, as bytes (the client does not decode responses)
+                "list[bytes]",
+                self.connection.call(
+                    "cache_trim", lambda client: client.zrangebyscore(lru, "-inf", time.time() - ttl_s)
+                ),
             )
         except StateUnavailable:
             return 0

@@ -11,12 +11,15 @@ directory is never inconsistent to a reader), all under the directory's own lock
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import redis
 
 from polyvox.state.connection import StateConnection
 from polyvox.state.keyed import local_changes
@@ -147,8 +150,8 @@ class DirectoryMirror:
             pipe.execute()
             # content no path names any more
             named = set(client.hvals(self._key("files")))
-            stale = {sha for relative in file_changes.deleted if (sha := base.files.get(relative))}
-            orphans = [self._key(f"blob:{sha}") for sha in stale if sha.encode() not in named]
+            stale = {old for relative in file_changes.deleted if (old := base.files.get(relative))}
+            orphans = [self._key(f"blob:{old}") for old in stale if old.encode() not in named]
             if orphans:
                 client.delete(*orphans)
 
@@ -182,7 +185,7 @@ class DirectoryMirror:
         for relative, sha in remote.files.items():
             if local.files.get(relative) == sha:
                 continue
-            data = self.connection.call("voices_pull", lambda r, sha=sha: r.get(self._key(f"blob:{sha}")))
+            data = self.connection.call("voices_pull", functools.partial(_get, key=self._key(f"blob:{sha}")))
             if data is None or hashlib.sha256(data).hexdigest() != sha:
                 log.warning(
                     "shared state: the content of %s is missing from Redis; kept as it is here", relative
@@ -206,6 +209,10 @@ class DirectoryMirror:
             self._hashes.pop(relative, None)
             changed = True
         return changed
+
+
+def _get(client: redis.Redis, key: str) -> bytes | None:
+    return client.get(key)  # type: ignore[return-value]  # a client without decode_responses
 
 
 def _canonical(value: object) -> str:

@@ -10,7 +10,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from polyvox.backends.base import Backend
-from polyvox.voices.registry import VoiceRegistry, innermost
+from polyvox.voices.registry import VoiceRegistry
 
 
 class VoiceCollector(Collector):
@@ -28,13 +28,14 @@ class VoiceCollector(Collector):
             "Builtin voices generated and frozen into a reference prompt.",
             value=self.registry.freezes,
         )
+        prompts = self.backend.prompt_cache_stats()
         yield CounterMetricFamily(
             "polyvox_voice_prompt_encodes",
             "Voice prompt clips encoded by the engine (VAE), a miss of its prompt cache.",
-            value=getattr(innermost(self.backend), "prompt_encodes", 0),
+            value=prompts.encodes,
         )
         yield CounterMetricFamily(
             "polyvox_voice_prompt_cache_hits",
             "Voice prompts taken from the engine's prompt cache instead of being encoded again.",
-            value=getattr(innermost(self.backend), "prompt_cache_hits", 0),
+            value=prompts.hits,
         )

@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 
 from polyvox.audio.errors import AudioDecodeError
-from polyvox.backends.base import OPENAI_VOICES, Backend, ReferenceAudio
+from polyvox.backends.base import OPENAI_VOICES, Backend, BackendInfo, ReferenceAudio
 from polyvox.settings import Settings
 from polyvox.voices.builtin import BUILTIN_DIR, BuiltinFreezer, default_script, load_builtin_voices
 from polyvox.voices.clips import ClipLimits, load_clip
@@ -176,7 +176,7 @@ class VoiceRegistry:
         engine that cannot clone."""
         design = self._design_to_freeze(name, backend)
         if design is not None:
-            return ResolvedVoice(name, "builtin", await self.freezer.reference(design, innermost(backend)))
+            return ResolvedVoice(name, "builtin", await self.freezer.reference(design, backend.as_written()))
         voice = self._resolve_plain(name, backend)
         if voice is None:
             raise VoiceNotFound(
@@ -189,18 +189,18 @@ class VoiceRegistry:
         None for an unknown name."""
         design = self._design_to_freeze(name, backend)
         if design is not None:
-            return ResolvedVoice(name, "builtin", self.freezer.frozen(design, innermost(backend)))
+            return ResolvedVoice(name, "builtin", self.freezer.frozen(design, backend.as_written()))
         return self._resolve_plain(name, backend)
 
     def _design_to_freeze(self, name: str, backend: Backend) -> VoiceDesign | None:
-        if name in self._voices or not backend.info.can_clone:
+        if name in self._voices or not designs_voices(backend.info):
             return None
         return self.builtins.get(name)
 
     def _resolve_plain(self, name: str, backend: Backend) -> ResolvedVoice | None:
         stored = self._voices.get(name)
         if stored is not None:
-            if not backend.info.can_clone:
+            if not backend.info.capabilities.cloning:
                 raise VoiceUnsupported(
                     f"voice {name!r} is a cloned voice and the {backend.info.name} engine cannot clone; "
                     "serve VoxCPM2 (polyvox serve --model CHECKPOINT) to speak with it",
@@ -298,7 +298,7 @@ class VoiceRegistry:
         Raises VoiceUnsupported when the engine cannot clone (it would never speak with it)."""
         voice_id, label = voice_id_for(name)
         self._changeable(voice_id)
-        if not backend.info.can_clone:
+        if not designs_voices(backend.info):
             raise VoiceUnsupported(
                 f"a voice made from a prompt is designed and then cloned by VoxCPM2; the "
                 f"{backend.info.name} engine can do neither: serve VoxCPM2 "
@@ -308,7 +308,7 @@ class VoiceRegistry:
             )
         text, seed = self.design_script
         design = VoiceDesign(voice_id, prompt, script or text, seed)
-        frozen = await freeze_design(design, innermost(backend), self.freezer.max_patches)
+        frozen = await freeze_design(design, backend.as_written(), self.freezer.max_patches)
         reference = await anyio.to_thread.run_sync(reference_of, frozen)
         entry = VoiceEntry(
             audio="", transcript=frozen.transcript, label=label, prompt=prompt, source="designed"
@@ -377,9 +377,7 @@ class VoiceRegistry:
         return self.freezer.freezes
 
 
-def innermost(backend: Backend) -> Backend:
-    """The engine under any wrappers (the text front end's `inner`): builtin voices are frozen by the
-    model engine itself, in one piece."""
-    while getattr(backend, "inner", None) is not None:
-        backend = backend.inner
-    return backend
+def designs_voices(info: BackendInfo) -> bool:
+    """Whether the engine can make a voice from a description and then speak with it (builtin voices
+    of such an engine are designed voices, frozen on first use)."""
+    return info.capabilities.voice_design and info.capabilities.cloning

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,7 +107,7 @@ class CausalConvTranspose1d(nn.ConvTranspose1d):
         super().__init__(in_channels, out_channels, kernel_size=2 * stride, stride=stride)
         self.slot = -1
 
-    def forward(self, x: torch.Tensor, state: State | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, state: State | None = None) -> torch.Tensor:  # type: ignore[override]
         s = self.stride[0]
         if state is None:
             return super().forward(x)[..., : x.shape[-1] * s]
@@ -130,7 +130,7 @@ class Tanh(nn.Module):
         return torch.tanh(x)
 
 
-def _run(layers: nn.Module, x: torch.Tensor, state: State | None) -> torch.Tensor:
+def _run(layers: Iterable[nn.Module], x: torch.Tensor, state: State | None) -> torch.Tensor:
     for layer in layers:
         x = layer(x, state)
     return x
@@ -244,9 +244,13 @@ class SampleRateConditionLayer(nn.Module):
 
 
 class CausalDecoder(nn.Module):
+    sr_bin_boundaries: torch.Tensor
+    out_rate_bin: torch.Tensor
+
     def __init__(self, config: AudioVAEConfig):
         super().__init__()
         latent, channels = config.latent_dim, config.decoder_dim
+        assert latent is not None  # __post_init__ fills it in
         if config.depthwise:
             layers: list[nn.Module] = [
                 CausalConv1d(latent, latent, 7, groups=latent, left_pad=6),
@@ -271,8 +275,8 @@ class CausalDecoder(nn.Module):
             "out_rate_bin", torch.bucketize(out_rate, self.sr_bin_boundaries), persistent=False
         )
         buckets = len(config.sr_bin_boundaries) + 1
-        self.sr_cond_model = nn.ModuleList(
-            SampleRateConditionLayer(
+        self.sr_cond_model = nn.ModuleList(  # None where a layer takes no condition
+            SampleRateConditionLayer(  # type: ignore[misc]
                 layer.input_channels, buckets, config.cond_type, config.cond_dim, config.cond_out_layer
             )
             if isinstance(layer, CausalDecoderBlock)
@@ -294,13 +298,14 @@ class AudioVAE(nn.Module):
     def __init__(self, config: AudioVAEConfig | None = None):
         super().__init__()
         self.config = config = config or AudioVAEConfig()
-        self.latent_dim = config.latent_dim
+        assert config.latent_dim is not None  # __post_init__ fills it in
+        self.latent_dim: int = config.latent_dim
         self.sample_rate = config.sample_rate
         self.out_sample_rate = config.out_sample_rate
         self.chunk_size = self.hop_length = math.prod(config.encoder_rates)
         self.decode_chunk_size = math.prod(config.decoder_rates)
         self.encoder = CausalEncoder(
-            config.encoder_dim, config.latent_dim, config.encoder_rates, config.depthwise
+            config.encoder_dim, self.latent_dim, config.encoder_rates, config.depthwise
         )
         self.decoder = CausalDecoder(config)
         self._stream_shapes: list[tuple[int, int]] = []

@@ -46,11 +46,11 @@ AudioInput = bytes | torch.Tensor
 def _skip_init():
     """Modules whose every weight is about to be overwritten need no random initialisation."""
     saved = nn.Linear.reset_parameters, nn.Embedding.reset_parameters
-    nn.Linear.reset_parameters = nn.Embedding.reset_parameters = lambda self: None
+    nn.Linear.reset_parameters = nn.Embedding.reset_parameters = lambda self: None  # type: ignore[method-assign, assignment]
     try:
         yield
     finally:
-        nn.Linear.reset_parameters, nn.Embedding.reset_parameters = saved
+        nn.Linear.reset_parameters, nn.Embedding.reset_parameters = saved  # type: ignore[method-assign]
 
 
 def _build_lm(config: VoxCPM2Config, state: dict[str, torch.Tensor], source: str, device, dtype) -> VoxCPM2LM:

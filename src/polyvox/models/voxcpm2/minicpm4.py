@@ -64,6 +64,9 @@ class LongRoPE(nn.Module):
         self.register_buffer("cos_cached", emb.cos() * attention_factor, persistent=False)
         self.register_buffer("sin_cached", emb.sin() * attention_factor * sign, persistent=False)
 
+    cos_cached: torch.Tensor
+    sin_cached: torch.Tensor
+
     def forward(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.cos_cached[positions], self.sin_cached[positions]
 

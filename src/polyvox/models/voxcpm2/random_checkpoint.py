@@ -21,7 +21,7 @@ Size = Literal["tiny", "full"]
 _SAFETENSORS_DTYPES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}
 
 
-def config_for(size: Size) -> VoxCPM2Config:
+def config_for(size: str) -> VoxCPM2Config:
     if size not in ("tiny", "full"):
         raise ValueError(f"unknown checkpoint size {size!r} (tiny or full)")
     return VoxCPM2Config.tiny() if size == "tiny" else VoxCPM2Config.full()

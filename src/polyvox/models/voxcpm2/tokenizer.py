@@ -6,6 +6,7 @@ does), plus a writer for a small test tokenizer that the reference can load as w
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers
@@ -30,7 +31,7 @@ class VoxCPM2Tokenizer:
         self.unk_token_id = vocab.get(unk) if unk else None
 
     @classmethod
-    def from_pretrained(cls, path: str | Path) -> VoxCPM2Tokenizer:
+    def from_pretrained(cls, path: str | os.PathLike[str]) -> VoxCPM2Tokenizer:
         """Load `tokenizer.json` (a file, or the one in a checkpoint directory)."""
         path = Path(path)
         directory = path if path.is_dir() else path.parent
@@ -79,7 +80,7 @@ _TEST_CORPUS = (
 )
 
 
-def build_test_tokenizer(out_dir: str | Path, vocab_size: int = 300) -> Path:
+def build_test_tokenizer(out_dir: str | os.PathLike[str], vocab_size: int = 300) -> Path:
     """Write a small Llama-style BPE tokenizer (`tokenizer.json`, `tokenizer_config.json`,
     `special_tokens_map.json`) into `out_dir` and return it.
 
@@ -103,7 +104,8 @@ def build_test_tokenizer(out_dir: str | Path, vocab_size: int = 300) -> Path:
     tokens = ordered[:RESERVED_FIRST_ID] + fillers + list(RESERVED_TOKENS) + ordered[RESERVED_FIRST_ID:]
     if len(tokens) > vocab_size:
         raise ValueError(f"vocab_size {vocab_size} is too small for the test tokenizer")
-    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in trained["merges"]]
+    pairs = (m.split(" ") if isinstance(m, str) else m for m in trained["merges"])
+    merges = [(first, second) for first, second in pairs]
 
     tokenizer = Tokenizer(
         BPE(

@@ -133,9 +133,10 @@ async def read_speech_request(
     elif content_type in FORM_TYPES:
         raw = await _read_body(request, max_bytes)
         form = await Request(request.scope, _replay(raw)).form(max_files=2, max_fields=64)
-        upload_param = next((name for name in UPLOAD_FIELDS if isinstance(form.get(name), UploadFile)), "")
+        uploads = {name: value for name in UPLOAD_FIELDS if isinstance(value := form.get(name), UploadFile)}
+        upload_param = next(iter(uploads), "")
         if upload_param:
-            upload = form[upload_param]
+            upload = uploads[upload_param]
             if max_upload_bytes is not None and (upload.size or 0) > max_upload_bytes:
                 raise APIError(
                     413,

@@ -8,7 +8,8 @@ import base64
 import contextvars
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -55,8 +56,11 @@ def quiet_cut_streams() -> None:
 class SpeechStreamResponse(StreamingResponse):
     """A StreamingResponse whose `on_close` runs exactly once: on completion, error or disconnect."""
 
-    def __init__(self, content: AsyncIterator[bytes], on_close: Callable[[], Awaitable[None]], **kwargs):
+    def __init__(
+        self, content: AsyncGenerator[bytes, None], on_close: Callable[[], Awaitable[None]], **kwargs: Any
+    ):
         super().__init__(content, **kwargs)
+        self._content = content
         self._on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -68,9 +72,7 @@ class SpeechStreamResponse(StreamingResponse):
             _cut_on_purpose.set(True)
         finally:
             try:
-                aclose = getattr(self.body_iterator, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+                await self._content.aclose()
             finally:
                 await self._on_close()
 
@@ -85,7 +87,9 @@ def _ended_early(exc: Exception, job: SpeechJob, metrics: Metrics) -> APIError:
     return error
 
 
-async def audio_stream(first: bytes, rest: AsyncIterator[bytes], job: SpeechJob, metrics: Metrics):
+async def audio_stream(
+    first: bytes, rest: AsyncIterator[bytes], job: SpeechJob, metrics: Metrics
+) -> AsyncGenerator[bytes, None]:
     """Chunked audio. An engine failure after the headers went out aborts the connection, so the
     client sees a truncated transfer rather than a short file that looks complete."""
     if first:
@@ -102,7 +106,9 @@ def _event(payload: dict) -> bytes:
     return f"data: {json.dumps(payload, separators=(',', ':'))}\n\n".encode()
 
 
-async def sse_stream(first: bytes, rest: AsyncIterator[bytes], job: SpeechJob, metrics: Metrics):
+async def sse_stream(
+    first: bytes, rest: AsyncIterator[bytes], job: SpeechJob, metrics: Metrics
+) -> AsyncGenerator[bytes, None]:
     """OpenAI's SSE: `speech.audio.delta` events whose `audio` is base64 of the next bytes of the
     file in `response_format` (joined, they equal the `stream_format=audio` body), then
     `speech.audio.done` with usage. A mid-stream engine failure ends with an `error` event."""

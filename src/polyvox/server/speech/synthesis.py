@@ -12,7 +12,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Iterator
 from typing import TypeVar
 
 import anyio
@@ -20,9 +20,11 @@ import numpy as np
 from starlette.requests import Request
 
 from polyvox.audio import formats
+from polyvox.audio.encode import complete_file
 from polyvox.audio.errors import UnsupportedFormat
 from polyvox.audio.pipeline import OutputPipeline
-from polyvox.backends.base import OPENAI_VOICES, Backend, ReferenceAudio, SynthesisRequest
+from polyvox.backends.base import OPENAI_VOICES, AudioStream, Backend, ReferenceAudio, SynthesisRequest
+from polyvox.backends.text_pipeline import PieceStream
 from polyvox.cache import open_cache
 from polyvox.logs import request_id_var
 from polyvox.server.errors import APIError, DeadlineExceeded
@@ -34,7 +36,7 @@ from polyvox.server.speech.caching import SpeechCache
 from polyvox.server.speech.disconnect import ClientGone as ClientGone
 from polyvox.server.speech.disconnect import until_disconnect
 from polyvox.server.speech.job import SpeechJob
-from polyvox.server.speech.output import cached_chunks, complete_file, split_speed
+from polyvox.server.speech.output import cached_chunks
 from polyvox.server.speech.request_policy import default_rate, instructions_for
 from polyvox.settings import Settings
 from polyvox.voices.errors import VoiceNotFound
@@ -179,7 +181,7 @@ class SpeechService:
             fmt, out_rate = formats.resolve(body.response_format, body.sample_rate, rate)
         except UnsupportedFormat as exc:
             raise APIError(400, exc.message, param=exc.param, code="unsupported_format") from exc
-        backend_speed, pipeline_speed = split_speed(self.backend.info, body.speed)
+        backend_speed, pipeline_speed = self.backend.info.capabilities.split_speed(body.speed)
         request = SynthesisRequest(
             text=text,
             voice=body.voice,
@@ -251,7 +253,7 @@ class SpeechService:
             self.admission.release()
             self.admission.observe_latency(time.perf_counter() - job.received_at)
 
-    async def audio(self, job: SpeechJob) -> AsyncIterator[bytes]:
+    async def audio(self, job: SpeechJob) -> AsyncGenerator[bytes, None]:
         """The encoded response, piece by piece as the engine makes audio. Closing it cancels the engine.
 
         Raises DeadlineExceeded once the request has run `settings.request_timeout_s`."""
@@ -260,10 +262,11 @@ class SpeechService:
         pipeline = await anyio.to_thread.run_sync(
             OutputPipeline, in_rate, job.out_rate, job.fmt, job.pipeline_speed
         )
+        chunks: AudioStream
         if job.cached is not None:
             chunks = cached_chunks(job.cached)
         else:
-            chunks = aiter(self.backend.generate(job.request))
+            chunks = self.backend.generate(job.request)
             self.metrics.input_chars.inc(len(job.request.text))
         keep: list[np.ndarray] | None = [] if job.cache_status == "MISS" else None
         first = True
@@ -289,7 +292,7 @@ class SpeechService:
                         first = False
                         self._observe_ttfa(job)
                     yield data
-            job.spoken_chars = getattr(chunks, "characters", None)
+            job.spoken_chars = chunks.characters if isinstance(chunks, PieceStream) else None
             if keep is not None:
                 await self.cache.put(job, keep, in_rate)
             tail = await anyio.to_thread.run_sync(pipeline.finish, limiter=self.limiter)
@@ -298,9 +301,7 @@ class SpeechService:
                     self._observe_ttfa(job)
                 yield tail
         finally:
-            aclose = getattr(chunks, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await chunks.aclose()
 
     def _observe_ttfa(self, job: SpeechJob) -> None:
         self.metrics.ttfa.labels(stream=str(job.stream).lower()).observe(

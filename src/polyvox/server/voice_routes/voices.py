@@ -72,7 +72,7 @@ def install_voice_errors(app: FastAPI) -> None:
             metrics.errors.labels(type=error.code or error.type).inc()
         return error_response(error)
 
-    app.add_exception_handler(VoiceError, on_voice_error)
+    app.add_exception_handler(VoiceError, on_voice_error)  # type: ignore[arg-type]  # typed for Exception
 
 
 async def load_voices(app: FastAPI) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -51,7 +52,7 @@ class ProtocolError(Exception):
         return problem
 
 
-def parse_message(message: dict[str, Any]) -> tuple[str | None, Any]:
+def parse_message(message: Mapping[str, Any]) -> tuple[str | None, Any]:
     """A received message as (its `type`, its decoded JSON); ProtocolError if it is not JSON text."""
     if message.get("text") is None:
         raise ProtocolError("send JSON text messages; binary frames carry only server audio")

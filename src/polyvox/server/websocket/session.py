@@ -9,6 +9,7 @@ import base64
 import contextlib
 import logging
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,7 +102,7 @@ class SpeechSession:
 
     # ------------------------------------------------------------------ client messages
 
-    async def _handle(self, message: dict[str, Any]) -> None:
+    async def _handle(self, message: Mapping[str, Any]) -> None:
         kind, data = parse_message(message)
         if kind == "config":
             await self._configure(data)
@@ -115,8 +116,8 @@ class SpeechSession:
             if not isinstance(text, str):
                 raise ProtocolError("a text message needs a string `text`", param="text")
             if (at := first_lone_surrogate(text)) is not None:
-                message = f"text: contains a lone UTF-16 surrogate at character {at}, which is not text"
-                raise ProtocolError(message, param="text")
+                reason = f"text: contains a lone UTF-16 surrogate at character {at}, which is not text"
+                raise ProtocolError(reason, param="text")
             for sentence in self.buffer.push(text):
                 self._queue(sentence)
         elif kind == "flush":
@@ -187,6 +188,7 @@ class SpeechSession:
         if self.sender is not None:
             async with self.send_lock:  # never interrupt a frame half-sent
                 self.sender.cancel()
+                outcome: BaseException | None
                 (outcome,) = await asyncio.gather(self.sender, return_exceptions=True)
             if isinstance(outcome, Exception) and not isinstance(outcome, WebSocketDisconnect | OSError):
                 log.error("speech session sender failed", exc_info=outcome)
@@ -210,6 +212,7 @@ class SpeechSession:
         """Run one segment through the SpeechService into its queue: bytes, then `_DONE` or a `_Failure`."""
         service = self.service
         job = None
+        assert self.template is not None  # segments are queued only once the session is configured
         try:
             body = self.template.model_copy(update={"input": segment.text})
             voice = await service.resolve_voice(body.voice, self.reference)
@@ -256,14 +259,16 @@ class SpeechSession:
                 await self._segment_done(segment)
 
     async def _segment_done(self, segment: Segment) -> None:
-        usage = segment.job.usage()
+        job = segment.job
+        assert job is not None  # a segment's audio is done only after its job was prepared
+        usage = job.usage()
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         await self._send_json(
             {
                 "type": "segment.done",
                 "segment": segment.index,
-                "audio_seconds": round(segment.job.audio_seconds, 6),
+                "audio_seconds": round(job.audio_seconds, 6),
                 "usage": usage.model_dump(),
             }
         )
@@ -279,6 +284,7 @@ class SpeechSession:
             await self.websocket.close(1000)
 
     async def _send_audio(self, index: int, data: bytes) -> None:
+        assert self.config is not None  # audio is made only once the session is configured
         if self.config.audio_encoding == "base64":
             await self._send_json(
                 {"type": "audio", "segment": index, "audio": base64.b64encode(data).decode()}
