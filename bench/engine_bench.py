@@ -346,7 +346,7 @@ def main(argv: list[str] | None = None) -> dict:
     # whether the CUDA graphs survived capture and their self-check (a failure falls back to eager)
     results["graphs_in_use"] = {
         "dit_solve": core.runner.graphs is not None and not core.runner.graphs.disabled,
-        "lm_advance": core.runner.advance_graphs is not None,
+        "lm_advance": core.runner.advance_graphs is not None and not core.runner.advance_graphs.disabled,
         "vae_decode": core.runner.vae_graphs is not None and not core.runner.vae_graphs.disabled,
     }
     results["prefix_cache_hit_rate"] = round(stats.prefix_cache_hit_rate, 3)

@@ -4,19 +4,18 @@ and the LMs' one-token advance (one per batch bucket and block-table width bucke
 Rows are independent, so a batch runs in the smallest captured bucket that holds it, its padding
 rows ignored; the advance's padding rows write their K/V into a scratch block no sequence owns, and
 its attention runs over the bucket's full table width with the real context lengths masking the rest.
-Capture is lazy and optional: if it fails, that part runs eagerly.
+Capture is lazy; a failure falls back to eager execution (`cuda_graph.GraphSet`'s one policy).
 """
 
 from __future__ import annotations
 
-import logging
-
 import torch
 
+from polyvox.batching.cuda_graph import GraphMismatch, GraphSet
 from polyvox.models.voxcpm2.attention import AttentionMetadata
 from polyvox.models.voxcpm2.host_to_device import copy_from_host
-
-log = logging.getLogger(__name__)
+from polyvox.models.voxcpm2.kv_cache import PagedKVCache
+from polyvox.models.voxcpm2.model import VoxCPM2LM
 
 
 def batch_buckets(max_batch: int) -> list[int]:
@@ -27,17 +26,9 @@ def batch_buckets(max_batch: int) -> list[int]:
 
 
 class _Graph:
-    def __init__(self, lm, inputs: tuple[torch.Tensor, ...], steps: int, pool):
+    def __init__(self, graphs: GraphSet, lm: VoxCPM2LM, inputs: tuple[torch.Tensor, ...], steps: int):
         self.inputs = inputs
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(2):
-                lm.decode_patch(*inputs, steps)
-        torch.cuda.current_stream().wait_stream(stream)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph, pool=pool):
-            self.output = lm.decode_patch(*inputs, steps)
+        self.graph, self.output, _ = graphs.capture_graph(lambda: lm.decode_patch(*inputs, steps))
 
     def __call__(self, args: tuple[torch.Tensor, ...]) -> torch.Tensor:
         n = args[0].shape[0]
@@ -47,28 +38,35 @@ class _Graph:
         return self.output[:n].clone()
 
 
-class DiTGraphs:
-    def __init__(self, lm, max_batch: int):
+class DiTGraphs(GraphSet):
+    def __init__(self, lm: VoxCPM2LM, max_batch: int) -> None:
+        super().__init__("the LocDiT solve")
         self.lm = lm
         self.buckets = batch_buckets(max_batch)
         self.graphs: dict[tuple[int, int], _Graph] = {}
-        self.pool = None
-        self.disabled = False
 
-    def decode_patch(self, lm_hidden, res_hidden, prev, noise, cfg, steps: int) -> torch.Tensor:
+    def decode_patch(
+        self,
+        lm_hidden: torch.Tensor,
+        res_hidden: torch.Tensor,
+        prev: torch.Tensor,
+        noise: torch.Tensor,
+        cfg: torch.Tensor,
+        steps: int,
+    ) -> torch.Tensor:
         args = (lm_hidden, res_hidden, prev, noise, cfg)
-        n = lm_hidden.shape[0]
+        out = self.guarded(lambda: self._replay(args, steps))
+        return out if out is not None else self.lm.decode_patch(*args, steps)
+
+    def _replay(self, args: tuple[torch.Tensor, ...], steps: int) -> torch.Tensor | None:
+        """The solve through the bucket's graph (captured on first use); None past the largest bucket."""
+        n = args[0].shape[0]
         bucket = next((b for b in self.buckets if b >= n), None)
-        if self.disabled or bucket is None:
-            return self.lm.decode_patch(*args, steps)
+        if bucket is None:
+            return None
         graph = self.graphs.get((bucket, steps))
         if graph is None:
-            try:
-                graph = self._capture(bucket, steps, args)
-            except Exception as exc:  # any capture failure: serve eagerly rather than not at all
-                log.warning("CUDA graph capture failed (%s); the LocDiT solve runs eagerly", exc)
-                self.disabled = True
-                return self.lm.decode_patch(*args, steps)
+            graph = self._capture(bucket, steps, args)
         return graph(args)
 
     def _capture(self, bucket: int, steps: int, like: tuple[torch.Tensor, ...]) -> _Graph:
@@ -77,9 +75,7 @@ class DiTGraphs:
         inputs[1].normal_()
         inputs[3].normal_()
         inputs[4].fill_(2.0)
-        if self.pool is None:
-            self.pool = torch.cuda.graph_pool_handle()
-        graph = _Graph(self.lm, inputs, steps, self.pool)
+        graph = _Graph(self, self.lm, inputs, steps)
         self.graphs[(bucket, steps)] = graph
         return graph
 
@@ -94,7 +90,15 @@ def width_bucket(blocks: int) -> int:
 class _StaticAdvance:
     """Fixed-shape inputs of `advance` for `batch` rows and block tables `width` wide."""
 
-    def __init__(self, batch: int, width: int, block_size: int, patch_shape, dtype, device):
+    def __init__(
+        self,
+        batch: int,
+        width: int,
+        block_size: int,
+        patch_shape: torch.Size,
+        dtype: torch.dtype,
+        device: torch.device,
+    ) -> None:
         long = dict(dtype=torch.long, device=device)
         self.patch = torch.zeros((batch, *patch_shape), dtype=dtype, device=device)
         self.meta = AttentionMetadata(
@@ -110,21 +114,40 @@ class _StaticAdvance:
         self.output: tuple[torch.Tensor, torch.Tensor] | None = None
 
 
-class AdvanceGraphs:
-    """`advance` over fixed-shape metadata; `capture=False` runs that same padded path eagerly."""
+class AdvanceGraphs(GraphSet):
+    """`advance` over fixed-shape metadata; `capture=False` runs that same padded path eagerly.
+
+    Called, it gives the advance's hidden states, or None where the caller runs `advance` itself
+    (too large a batch, or the graphs fell back to eager execution)."""
 
     def __init__(
-        self, lm, base_kv, res_kv, block_size: int, scratch_block: int, max_batch: int, capture: bool
-    ):
+        self,
+        lm: VoxCPM2LM,
+        base_kv: PagedKVCache,
+        res_kv: PagedKVCache,
+        block_size: int,
+        scratch_block: int,
+        max_batch: int,
+        capture: bool,
+    ) -> None:
+        super().__init__("the LM advance")
         self.lm, self.base_kv, self.res_kv = lm, base_kv, res_kv
         self.block_size = block_size
         self.scratch_block = scratch_block
         self.buckets = batch_buckets(max_batch)
         self.capture = capture
         self.statics: dict[tuple[int, int], _StaticAdvance] = {}
-        self.pool = None
 
-    def __call__(self, patches: torch.Tensor, positions: list[int], tables: list[list[int]]):
+    def __call__(
+        self, patches: torch.Tensor, positions: list[int], tables: list[list[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        if not self.capture:
+            return self._run(patches, positions, tables)
+        return self.guarded(lambda: self._run(patches, positions, tables))
+
+    def _run(
+        self, patches: torch.Tensor, positions: list[int], tables: list[list[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
         n = patches.shape[0]
         batch = next((b for b in self.buckets if b >= n), None)
         if batch is None:
@@ -156,27 +179,21 @@ class AdvanceGraphs:
         if not self.capture:
             out = self.lm.advance(static.patch, meta, self.base_kv, self.res_kv)
             return out[0][:n], out[1][:n]
-        if static.graph is None:
-            self._capture(static)
+        if static.graph is None or static.output is None:
+            static.graph, static.output = self._capture(static)
         static.graph.replay()
         return static.output[0][:n].clone(), static.output[1][:n].clone()
 
-    def _capture(self, static: _StaticAdvance) -> None:
+    def _capture(
+        self, static: _StaticAdvance
+    ) -> tuple[torch.cuda.CUDAGraph, tuple[torch.Tensor, torch.Tensor]]:
         # warm-up runs compute this step's real K/V into the real slots; replaying writes the same values
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(2):
-                eager = self.lm.advance(static.patch, static.meta, self.base_kv, self.res_kv)
-        torch.cuda.current_stream().wait_stream(stream)
-        if self.pool is None:
-            self.pool = torch.cuda.graph_pool_handle()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
-            static.output = self.lm.advance(static.patch, static.meta, self.base_kv, self.res_kv)
+        graph, output, eager = self.capture_graph(
+            lambda: self.lm.advance(static.patch, static.meta, self.base_kv, self.res_kv)
+        )
         # Guard: a replay must reproduce the eager result on these same inputs, or the graph is not used.
         graph.replay()
-        for replayed, reference in zip(static.output, eager, strict=True):
+        for replayed, reference in zip(output, eager, strict=True):
             if not torch.allclose(replayed.float(), reference.float(), rtol=1e-2, atol=1e-2):
-                raise RuntimeError("the captured LM advance disagrees with eager execution")
-        static.graph = graph
+                raise GraphMismatch("the captured LM advance disagrees with eager execution")
+        return graph, output

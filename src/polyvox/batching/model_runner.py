@@ -219,14 +219,8 @@ class ModelRunner:
     def _advance(self, chunks: list[ScheduledChunk]) -> None:
         patches = torch.stack([c.seq.patches[-1] for c in chunks]).to(self.device, self.dtype)
         out = None
-        if self.advance_graphs is not None:
-            try:
-                out = self.advance_graphs(
-                    patches, [c.start for c in chunks], [c.seq.block_table for c in chunks]
-                )
-            except Exception as exc:  # any capture failure: run eagerly from now on
-                log.warning("CUDA graph for the LM advance failed (%s); it runs eagerly", exc)
-                self.advance_graphs = None
+        if self.advance_graphs is not None:  # None back: run eagerly (see cuda_graph.GraphSet)
+            out = self.advance_graphs(patches, [c.start for c in chunks], [c.seq.block_table for c in chunks])
         lm_hidden, res_hidden = out or self.lm.advance(patches, self._meta(chunks), self.base_kv, self.res_kv)
         for i, c in enumerate(chunks):
             c.seq.lm_hidden, c.seq.residual_hidden = lm_hidden[i], res_hidden[i]
@@ -291,13 +285,8 @@ class ModelRunner:
                     pool.scatter(slot, primed)
         latents = patches.transpose(1, 2).to(pool.dtype).contiguous()  # one layout: no recompiles
         slot_ids = cast("list[int]", [s.vae_slot for s in seqs])  # each acquired above
-        if self.vae_graphs is not None:
-            try:
-                audio = self.vae_graphs(latents, slot_ids)
-            except Exception as exc:  # a capture failure (it touches only the scratch slot): go eager
-                log.warning("CUDA graph for the VAE decode failed (%s); it runs eagerly", exc)
-                self.vae_graphs = None
-                audio = None
+        if self.vae_graphs is not None:  # None back: decode eagerly (see cuda_graph.GraphSet)
+            audio = self.vae_graphs(latents, slot_ids)
             if audio is not None:
                 return audio
         slots = device_tensor(slot_ids, torch.long, pool.device)

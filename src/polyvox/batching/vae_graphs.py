@@ -4,26 +4,25 @@ per sequence, scatter the new state back — as one CUDA graph per batch bucket.
 A batch runs in the smallest bucket that holds it; padding rows decode silence into the pool's scratch
 slot, which no sequence owns. Capture runs on the scratch slot only (the decode is not idempotent, so
 it must never run twice on a real state); the first replay on real inputs is checked against the
-eager decode, and on disagreement the eager result is kept and the graphs are not used again. If the
-pool grows, its buffers move and the graphs are captured anew. `capture=False` runs the same padded
-path eagerly (how the CPU tests check it).
+eager decode, and on disagreement the eager result is kept and the graphs are not used again (the
+fallback policy of `cuda_graph.GraphSet`, as for any failure of the graph path). If the pool grows,
+its buffers move and the graphs are captured anew. `capture=False` runs the same padded path eagerly
+(how the CPU tests check it).
 """
 
 from __future__ import annotations
 
-import logging
-
 import torch
 
+from polyvox.batching.cuda_graph import GraphSet
 from polyvox.batching.graphs import batch_buckets
 from polyvox.batching.vae_state_pool import VAEStatePool
+from polyvox.models.voxcpm2.audio_vae import AudioVAE
 from polyvox.models.voxcpm2.host_to_device import copy_from_host
-
-log = logging.getLogger(__name__)
 
 
 class _StaticDecode:
-    def __init__(self, batch: int, latent_shape, pool: VAEStatePool):
+    def __init__(self, batch: int, latent_shape: torch.Size, pool: VAEStatePool) -> None:
         self.latents = torch.zeros((batch, *latent_shape), dtype=pool.dtype, device=pool.device)
         self.slots = torch.full((batch,), pool.scratch_slot, dtype=torch.long, device=pool.device)
         self.generation = pool.generation
@@ -32,32 +31,38 @@ class _StaticDecode:
         self.checked = False  # a replay on real inputs has matched the eager decode
 
 
-class VAEDecodeGraphs:
-    def __init__(self, vae, pool: VAEStatePool, max_batch: int, capture: bool):
+class VAEDecodeGraphs(GraphSet):
+    def __init__(self, vae: AudioVAE, pool: VAEStatePool, max_batch: int, capture: bool) -> None:
+        super().__init__("the VAE decode")
         self.vae, self.pool = vae, pool
         self.buckets = batch_buckets(max_batch)
         self.capture = capture
         self.statics: dict[int, _StaticDecode] = {}
-        self.graph_pool = None
-        self.disabled = False  # a replay disagreed with eager execution: decode eagerly from now on
 
     def __call__(self, latents: torch.Tensor, slots: list[int]) -> torch.Tensor | None:
         """Audio `[n, samples]` of `latents [n, D, P]` for the sequences in `slots`, their states
-        advanced in the pool; None when this path does not apply (too large a batch, disabled)."""
+        advanced in the pool; None when this path does not apply (too large a batch, or the graphs
+        fell back to eager execution)."""
+        if not self.capture:
+            return self._run(latents, slots)
+        return self.guarded(lambda: self._run(latents, slots))
+
+    def _run(self, latents: torch.Tensor, slots: list[int]) -> torch.Tensor | None:
         n = latents.shape[0]
         batch = next((b for b in self.buckets if b >= n), None)
-        if batch is None or self.disabled:
+        if batch is None:
             return None
         static = self.statics.get(batch)
         if static is None or static.generation != self.pool.generation:
             static = _StaticDecode(batch, latents.shape[1:], self.pool)
             self.statics[batch] = static
-        if self.capture and static.graph is None:
-            self._capture(static)  # on the scratch slot: no real state is touched if this fails
+        if self.capture and (static.graph is None or static.audio is None):
+            # on the scratch slot: no real state is touched if this fails
+            static.graph, static.audio = self._capture(static)
         static.latents[:n].copy_(latents)
         static.latents[n:].zero_()
         copy_from_host(static.slots, torch.tensor(slots + [self.pool.scratch_slot] * (batch - n)))
-        if not self.capture:
+        if static.graph is None or static.audio is None:  # capture=False
             return self._decode(static)[:n]
         reference = None
         if not static.checked:
@@ -66,8 +71,7 @@ class VAEDecodeGraphs:
         if reference is not None:
             audio, state = reference
             if not torch.allclose(static.audio[:n], audio[:n].float(), rtol=1e-3, atol=1e-3):
-                log.warning("the captured VAE decode disagrees with eager execution; it runs eagerly")
-                self.disabled = True
+                self.disable("the captured VAE decode disagrees with eager execution")
                 self.pool.scatter(static.slots, state)  # the states the eager decode gives
                 return audio[:n].float()
             static.checked = True
@@ -78,16 +82,6 @@ class VAEDecodeGraphs:
         self.pool.scatter(static.slots, state)
         return audio.float()
 
-    def _capture(self, static: _StaticDecode) -> None:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(2):
-                self._decode(static)
-        torch.cuda.current_stream().wait_stream(stream)
-        if self.graph_pool is None:
-            self.graph_pool = torch.cuda.graph_pool_handle()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.graph_pool):
-            static.audio = self._decode(static)
-        static.graph = graph
+    def _capture(self, static: _StaticDecode) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
+        graph, audio, _ = self.capture_graph(lambda: self._decode(static))
+        return graph, audio
