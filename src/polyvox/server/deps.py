@@ -8,11 +8,6 @@ from fastapi import Request
 from polyvox.backends.base import Backend
 from polyvox.server.metrics import Metrics
 from polyvox.server.speech.synthesis import SpeechService
-from polyvox.settings import Settings
-
-
-def get_settings(request: Request) -> Settings:
-    return request.app.state.settings
 
 
 def get_backend(request: Request) -> Backend:

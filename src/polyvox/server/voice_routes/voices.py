@@ -5,8 +5,8 @@ Creating takes OpenAI's two forms, from an audio sample or from a text prompt (s
 `creation`), as JSON or multipart. Answers are OpenAI's `audio.voice` objects with polyvox's
 fields added.
 
-Changing voices needs an admin key: the app-wide `auth.authorize` dependency guards every non-read
-method under `/v1/audio/voices` and everything under `/admin/`. Voice errors are translated to HTTP
+Changing voices needs an admin key: `auth.AuthMiddleware` guards every non-read method under
+`/v1/audio/voices` and everything under `/admin/`, before routing. Voice errors are translated to HTTP
 here, once."""
 
 from __future__ import annotations
