@@ -112,8 +112,10 @@ def test_same_seed_same_output_different_seed_different_output(tiny):
         [p, p, p],
         [SamplingParams(seed=5, max_len=4, min_len=4)] * 2 + [SamplingParams(seed=6, max_len=4, min_len=4)],
     )
-    assert torch.equal(a[0], b[0])
-    assert (a[0] - c[0]).abs().max() > 1e-3
+    # Same seed, same noise: equal up to float rounding (rows of one batch may take different
+    # multi-threaded CPU kernel paths, so bitwise equality is not promised); another seed differs.
+    torch.testing.assert_close(a[0], b[0], atol=1e-4, rtol=0)
+    assert (a[0] - c[0]).abs().max() > 1e-2
 
 
 def test_stop_head_ends_a_request_only_after_min_len(tiny):
