@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 import torch
@@ -22,6 +22,7 @@ class Prompt:
     text_mask: torch.Tensor
     audio_mask: torch.Tensor
     feats: torch.Tensor
+    context_patches: torch.Tensor = field(default_factory=lambda: torch.zeros(0, P, D))
 
 
 def prompt(n_text: int, ref: torch.Tensor | None = None, offset: int = 0) -> Prompt:

@@ -6,9 +6,13 @@ compiling fails."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import torch
+from torch import nn
 
+from polyvox.models.voxcpm2.audio_vae import AudioVAE
+from polyvox.models.voxcpm2.model import VoxCPM2LM
 from polyvox.startup import Progress, stage
 
 log = logging.getLogger(__name__)
@@ -19,7 +23,7 @@ WARM_UP_BATCHES = (1, 2, 3)  # 1 is specialised; 2 then 3 makes the batch dimens
 WARM_UP_PATCHES = (1, 2, 3)  # VAE latents: one patch per step, several when priming a continuation
 
 
-def compile_step_modules(lm, vae, enabled: bool = True) -> bool:
+def compile_step_modules(lm: VoxCPM2LM, vae: AudioVAE, enabled: bool = True) -> bool:
     """Compile LocEnc, the LocDiT estimator and `vae.decode_stream` in place and warm them up
     (`enabled=False` puts the eager versions back). Returns whether the compiled versions are in use.
 
@@ -42,16 +46,16 @@ def compile_step_modules(lm, vae, enabled: bool = True) -> bool:
     return True
 
 
-def _uncompile(targets) -> None:
+def _uncompile(targets: list[tuple[nn.Module, str]]) -> None:
     for owner, method in targets:
         vars(owner).pop(method, None)  # back to the class's eager method
 
 
 @torch.inference_mode()
-def _warm_up(lm, vae) -> None:
+def _warm_up(lm: VoxCPM2LM, vae: AudioVAE) -> None:
     patch, dim = lm.patch_size, lm.feat_dim
     hidden = lm.config.lm_config.hidden_size
-    options = dict(device=lm.device, dtype=lm.dtype)
+    options: dict[str, Any] = dict(device=lm.device, dtype=lm.dtype)
     # each shape compiles anew, for seconds to minutes: count them so a person sees it moving
     progress = Progress("compile", 2 * len(WARM_UP_BATCHES) + len(WARM_UP_PATCHES) - 1, "shapes")
     for batch in WARM_UP_BATCHES:

@@ -19,6 +19,7 @@ class PromptLike(Protocol):
     text_mask: torch.Tensor  # [T]
     audio_mask: torch.Tensor  # [T]
     feats: torch.Tensor  # [T, P, D]
+    context_patches: torch.Tensor  # [C, P, D] prompt audio tail the VAE decode is primed with (C may be 0)
 
 
 class SequenceStatus(Enum):
@@ -65,10 +66,8 @@ class Sequence:
         self.text_mask = prompt.text_mask.detach().to("cpu", torch.float32).reshape(-1)
         self.audio_mask = prompt.audio_mask.detach().to("cpu", torch.float32).reshape(-1)
         self.feats = prompt.feats.detach().to("cpu", torch.float32)
-        context = getattr(prompt, "context_patches", None)
-        self.context_patches = (
-            context.detach().cpu().float() if context is not None and len(context) else None
-        )
+        context = prompt.context_patches
+        self.context_patches = context.detach().cpu().float() if len(context) else None
         self.num_prompt_tokens = int(self.tokens.numel())
         if self.num_prompt_tokens == 0:
             raise ValueError("empty prompt")
