@@ -79,7 +79,9 @@ def test_sigterm_during_a_first_use_freeze_lets_the_request_finish(tmp_path: Pat
 
 
 def test_the_deadline_runs_from_acceptance_through_the_freeze(tmp_path: Path) -> None:
-    flags = (*TINY, "--voices-dir", str(tmp_path / "voices"), "--request-timeout-s", "1")
+    # The freeze designs about 6 s of audio (0.7 s of work on two idle cores):
+    # a 0.25 s deadline passes during it.
+    flags = (*TINY, "--voices-dir", str(tmp_path / "voices"), "--request-timeout-s", "0.25")
     with polyvox_serve(*flags) as (proc, url):
         client, result = _post_in_background(url, BODY)
         client.join(timeout=120)
