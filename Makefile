@@ -1,4 +1,4 @@
-# polyvox: `make serve` starts the server, `make test` runs the whole suite.
+# polyvox: `make serve` starts the server, `make test` runs ruff, mypy and the whole suite.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -41,6 +41,7 @@ serve: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy src
 	$(PY) -m pytest -q
 
 # The type checker over src/ (its settings: [tool.mypy] in pyproject.toml); `make test` runs it too.

@@ -9,6 +9,8 @@ Capture is lazy; a failure falls back to eager execution (`cuda_graph.GraphSet`'
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from polyvox.batching.cuda_graph import GraphMismatch, GraphSet
@@ -16,6 +18,9 @@ from polyvox.models.voxcpm2.attention import AttentionMetadata
 from polyvox.models.voxcpm2.host_to_device import copy_from_host
 from polyvox.models.voxcpm2.kv_cache import PagedKVCache
 from polyvox.models.voxcpm2.model import VoxCPM2LM
+
+# The LocDiT solve's tensor inputs: LM hidden, residual hidden, previous patch, noise, CFG value.
+SolveInputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 def batch_buckets(max_batch: int) -> list[int]:
@@ -26,11 +31,11 @@ def batch_buckets(max_batch: int) -> list[int]:
 
 
 class _Graph:
-    def __init__(self, graphs: GraphSet, lm: VoxCPM2LM, inputs: tuple[torch.Tensor, ...], steps: int):
+    def __init__(self, graphs: GraphSet, lm: VoxCPM2LM, inputs: SolveInputs, steps: int) -> None:
         self.inputs = inputs
         self.graph, self.output, _ = graphs.capture_graph(lambda: lm.decode_patch(*inputs, steps))
 
-    def __call__(self, args: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    def __call__(self, args: SolveInputs) -> torch.Tensor:
         n = args[0].shape[0]
         for static, value in zip(self.inputs, args, strict=True):
             static[:n].copy_(value)
@@ -58,7 +63,7 @@ class DiTGraphs(GraphSet):
         out = self.guarded(lambda: self._replay(args, steps))
         return out if out is not None else self.lm.decode_patch(*args, steps)
 
-    def _replay(self, args: tuple[torch.Tensor, ...], steps: int) -> torch.Tensor | None:
+    def _replay(self, args: SolveInputs, steps: int) -> torch.Tensor | None:
         """The solve through the bucket's graph (captured on first use); None past the largest bucket."""
         n = args[0].shape[0]
         bucket = next((b for b in self.buckets if b >= n), None)
@@ -69,8 +74,11 @@ class DiTGraphs(GraphSet):
             graph = self._capture(bucket, steps, args)
         return graph(args)
 
-    def _capture(self, bucket: int, steps: int, like: tuple[torch.Tensor, ...]) -> _Graph:
-        inputs = tuple(torch.zeros((bucket, *t.shape[1:]), dtype=t.dtype, device=t.device) for t in like)
+    def _capture(self, bucket: int, steps: int, like: SolveInputs) -> _Graph:
+        lm_hidden, res_hidden, prev, noise, cfg = (
+            torch.zeros((bucket, *t.shape[1:]), dtype=t.dtype, device=t.device) for t in like
+        )
+        inputs = (lm_hidden, res_hidden, prev, noise, cfg)
         inputs[0].normal_()
         inputs[1].normal_()
         inputs[3].normal_()
@@ -99,7 +107,7 @@ class _StaticAdvance:
         dtype: torch.dtype,
         device: torch.device,
     ) -> None:
-        long = dict(dtype=torch.long, device=device)
+        long: dict[str, Any] = dict(dtype=torch.long, device=device)
         self.patch = torch.zeros((batch, *patch_shape), dtype=dtype, device=device)
         self.meta = AttentionMetadata(
             positions=torch.zeros(batch, **long),
