@@ -24,6 +24,8 @@ EXTENSION_FIELDS = frozenset(
     {"cfg_value", "inference_timesteps", "seed", "sample_rate", "cache", "temperature", "custom_voice_file"}
 )
 
+_FASTAPI_BODY_ERROR = "There was an error parsing the body"
+
 _STATUS_TYPES = {
     401: "authentication_error",
     403: "permission_error",
@@ -136,6 +138,10 @@ def install_error_handlers(app: FastAPI) -> None:
         elif exc.status_code == 405:
             message = f"method {request.method} not allowed on {request.url.path}"
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
+        if exc.status_code == 400 and exc.detail == _FASTAPI_BODY_ERROR:
+            # FastAPI's answer when parsing a body raised something other than a JSON syntax error
+            # (a RecursionError from JSON nested past the parser's depth): the body is unusable JSON.
+            message, code = "request body is not usable JSON (nested too deeply?)", "invalid_json"
         error = APIError(exc.status_code, message, code=code, headers=getattr(exc, "headers", None))
         count(request, error)
         return error_response(error)
