@@ -161,6 +161,13 @@ class Settings(BaseSettings):
     voice_freeze_max_patches: int = Field(
         75, ge=1, description="Longest builtin voice prompt generated on first use, in 160 ms patches."
     )
+    freeze_voices_at_start: bool = Field(
+        False,
+        description="Freeze every builtin voice not frozen yet as a start-up stage, before `/ready` turns "
+        "200 (engines that design voices), so no first request for a builtin voice waits seconds for "
+        "its freeze; the deployment files turn it on. Off by default: each freeze costs seconds on a "
+        "CPU. A voice that fails to freeze at start is frozen on first use.",
+    )
     voice_prompt_cache_size: int = Field(
         64, ge=1, description="Encoded voice prompts (VAE latents) kept in memory, by audio content hash."
     )

@@ -30,6 +30,7 @@ from polyvox.server.voice_routes import consents, voices
 from polyvox.server.websocket import route as websocket_route
 from polyvox.settings import Settings
 from polyvox.startup import stage
+from polyvox.voices.freeze_at_start import freeze_builtin_voices, wants_freeze_at_start
 from polyvox.voices.metrics import VoiceCollector
 from polyvox.voices.registry import VoiceRegistry
 
@@ -53,6 +54,12 @@ async def _start_backend(app: FastAPI, backend: Backend) -> None:
         return
     app.state.supervisor.served = True
     log.info("engine %s ready in %.1f s", backend.info.name, time.perf_counter() - started)
+    if wants_freeze_at_start(app.state.settings.freeze_voices_at_start, backend):
+        app.state.freezing_voices = True  # set before any await: /ready never sees 200 in between
+        try:
+            await freeze_builtin_voices(app.state.voices, backend)
+        finally:
+            app.state.freezing_voices = False
 
 
 @contextlib.asynccontextmanager
@@ -102,6 +109,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     metrics.registry.register(VoiceCollector(app.state.voices, backend))
     metrics.registry.register(BatchingStatsCollector(backend))
     app.state.backend_failure = None
+    app.state.freezing_voices = False
     app.state.created = int(time.time())
     install_error_handlers(app)
     quiet_cut_streams()  # a stream cut by its deadline is an answered outcome, not an app error

@@ -11,6 +11,7 @@ from polyvox.server.deps import get_backend, get_metrics
 from polyvox.server.errors import APIError
 from polyvox.server.metrics import Metrics
 from polyvox.startup import STAGES
+from polyvox.voices.freeze_at_start import FREEZE_STAGE
 
 router = APIRouter(tags=["health"])
 
@@ -41,6 +42,13 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
         current = STAGES.current
         starting = f"the engine is still starting: {current}" if current else "the engine is still starting"
         raise APIError(503, starting, code="engine_not_ready", headers={"Retry-After": "5"})
+    if request.app.state.freezing_voices:  # freeze_voices_at_start: the engine serves, not yet ready
+        raise APIError(
+            503,
+            f"the server is still starting: {STAGES.current or FREEZE_STAGE}",
+            code="engine_not_ready",
+            headers={"Retry-After": "5"},
+        )
     return {"status": "ready", "engine": backend.info.name, "model": backend.info.model_id}
 
 
