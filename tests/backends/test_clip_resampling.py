@@ -36,3 +36,19 @@ def test_a_44k_reference_gives_the_prompt_librosa_resampling_gives(voxcpm2):
     loaded = prompt(official.astype(np.float32), target, "as-librosa-loads-it")
     assert direct.shape == loaded.shape
     torch.testing.assert_close(direct, loaded, atol=1e-4, rtol=0)
+
+
+def test_voxcpm2_declares_its_reference_rate_before_the_model_loads(voxcpm2):
+    """Clips are decoded straight to the rate the engine declares, known from the config before the
+    weights load, and it is the rate the loaded AudioVAE encodes at: no second resampling."""
+    from polyvox.backends.voxcpm2 import VoxCPM2Backend
+    from polyvox.models.voxcpm2.model_source import random_source
+    from polyvox.voices.clips import ClipLimits, clip_rate, load_clip
+    from voices.clips import wav_clip
+
+    unloaded = VoxCPM2Backend(random_source("tiny", device="cpu", dtype="float32"))
+    assert not unloaded.ready
+    assert unloaded.info.reference_rate == voxcpm2.info.reference_rate == voxcpm2.model.vae.sample_rate
+    clip = load_clip(wav_clip(1.2), ClipLimits(), clip_rate(unloaded.info))
+    assert clip.sample_rate == voxcpm2.model.vae.sample_rate
+    assert clip.samples.size == pytest.approx(1.2 * clip.sample_rate, abs=2)

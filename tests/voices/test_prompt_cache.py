@@ -9,14 +9,15 @@ from polyvox.backends.base import SynthesisRequest
 from polyvox.backends.voxcpm2 import VoxCPM2Backend
 from polyvox.batching.config import BatchingConfig
 from polyvox.settings import Settings
-from polyvox.voices import ClipLimits, load_clip
+from polyvox.voices import ClipLimits, clip_rate, load_clip
 from voices.clips import wav_clip
 
 
 def test_the_prompt_cache_is_a_bounded_lru_keyed_by_content(tiny_model):
     backend = VoxCPM2Backend(tiny_model, BatchingConfig(num_kv_blocks=256), prompt_cache_size=2)
-    a, b, c = (load_clip(wav_clip(1.2, pitch=p), ClipLimits()) for p in (110.0, 170.0, 230.0))
-    same_as_a = load_clip(wav_clip(1.2, pitch=110.0), ClipLimits())  # equal bytes, another object
+    rate = clip_rate(backend.info)
+    a, b, c = (load_clip(wav_clip(1.2, pitch=p), ClipLimits(), rate) for p in (110.0, 170.0, 230.0))
+    same_as_a = load_clip(wav_clip(1.2, pitch=110.0), ClipLimits(), rate)  # equal bytes, another object
 
     async def speak(*references) -> list[int]:
         encodes = []

@@ -90,12 +90,16 @@ class BackendInfo:
     """What the server needs to know about an engine to shape requests and answer /v1/models.
 
     `extra` holds labels that identify the audio an engine makes (device, dtype, revision, voice hash):
-    strings by nature, part of the audio cache's key; numbers and capabilities have typed fields."""
+    strings by nature, part of the audio cache's key; numbers and capabilities have typed fields.
+
+    `reference_rate` is the rate the engine takes a `ReferenceAudio` at (VoxCPM2: its AudioVAE's input
+    rate), so voice clips are decoded straight to it; None for an engine that cannot clone."""
 
     name: str
     model_id: str
     sample_rate: int
     capabilities: BackendCapabilities = BackendCapabilities()
+    reference_rate: int | None = None
     voices: tuple[str, ...] = OPENAI_VOICES
     languages: tuple[str, ...] = ("en",)
     extra: dict[str, str] = field(default_factory=dict)

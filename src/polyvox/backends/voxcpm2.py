@@ -82,6 +82,7 @@ class VoxCPM2Backend(Backend):
             model_id=model_id,
             sample_rate=model.sample_rate,
             capabilities=BackendCapabilities(cloning=True, voice_design=True),
+            reference_rate=model.reference_rate,
             voices=OPENAI_VOICES,
             languages=("en", "zh"),
             extra={"device": str(model.device), "dtype": str(model.dtype).removeprefix("torch.")},

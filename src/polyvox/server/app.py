@@ -105,7 +105,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.state.metrics = metrics
     app.state.service = SpeechService(backend, settings, metrics, app.state.lifecycle)
     app.state.supervisor = BackendSupervisor(backend, app.state.lifecycle, metrics)
-    app.state.voices = app.state.service.voice_registry = VoiceRegistry.from_settings(settings)
+    app.state.voices = app.state.service.voice_registry = VoiceRegistry.from_settings(settings, backend.info)
     metrics.registry.register(VoiceCollector(app.state.voices, backend))
     metrics.registry.register(BatchingStatsCollector(backend))
     app.state.backend_failure = None

@@ -1,7 +1,7 @@
 """Voice prompts: builtin voices (designed, then frozen into a reference clip on first use), voices
 registered in a voices directory or uploaded through the API, and the checks every clip passes."""
 
-from polyvox.voices.clips import ClipLimits, load_clip
+from polyvox.voices.clips import ClipLimits, clip_rate, load_clip
 from polyvox.voices.detail import VoiceDetail
 from polyvox.voices.errors import (
     InvalidVoiceAudio,
@@ -26,5 +26,6 @@ __all__ = [
     "VoiceRegistry",
     "VoiceStorageUnavailable",
     "VoiceUnsupported",
+    "clip_rate",
     "load_clip",
 ]

@@ -22,6 +22,7 @@ from pathlib import Path
 import anyio
 
 from polyvox.backends.base import Backend, ReferenceAudio
+from polyvox.voices.clips import clip_rate
 from polyvox.voices.design import FrozenPrompt, VoiceDesign, freeze_design, reference_of
 from polyvox.voices.store import atomic_write
 
@@ -106,7 +107,9 @@ class BuiltinFreezer:
                     frozen = await freeze_design(voice, backend, self.max_patches)
                     self.freezes += 1
                     await anyio.to_thread.run_sync(self._write_frozen, path, frozen)
-                self._memory[key] = await anyio.to_thread.run_sync(reference_of, frozen)
+                self._memory[key] = await anyio.to_thread.run_sync(
+                    reference_of, frozen, clip_rate(backend.info)
+                )
         return self._memory[key]
 
     def _write_frozen(self, path: Path | None, frozen: FrozenPrompt) -> None:

@@ -1,7 +1,7 @@
 """The checks every voice clip passes (registered, uploaded or sent with one request), and its
-decoding into a `ReferenceAudio` keyed by the sha256 of its bytes. Decoding is bounded (see
-`polyvox.audio.decode`): a clip over `max_seconds` is refused as soon as that is known, never decoded
-to its end."""
+decoding into a `ReferenceAudio` keyed by the sha256 of its bytes, at the rate the engine takes
+references at (`clip_rate`). Decoding is bounded (see `polyvox.audio.decode`): a clip over
+`max_seconds` is refused as soon as that is known, never decoded to its end."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ import numpy as np
 
 from polyvox.audio.decode import decode_audio
 from polyvox.audio.errors import AudioDecodeError, AudioTooLong
-from polyvox.backends.base import ReferenceAudio
+from polyvox.backends.base import BackendInfo, ReferenceAudio
 from polyvox.settings import Settings
 from polyvox.voices.errors import InvalidVoiceAudio, VoiceTooLarge
 
-CLIP_RATE = 16_000  # the VoxCPM2 AudioVAE's input rate: clips are decoded straight to it
 SILENCE_RMS = 1e-3  # -60 dBFS
 
 
@@ -35,21 +34,28 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def clip_rate(info: BackendInfo) -> int:
+    """The rate voice clips are decoded to for this engine: the rate it takes references at, so a
+    clip is resampled once; an engine that cannot clone still has clips checked (a bad clip is a 400
+    before the engine's refusal), decoded to its own output rate."""
+    return info.reference_rate if info.reference_rate is not None else info.sample_rate
+
+
 def load_clip(
-    data: bytes, limits: ClipLimits, param: str = "audio", transcript: str | None = None
+    data: bytes, limits: ClipLimits, rate: int, param: str = "audio", transcript: str | None = None
 ) -> ReferenceAudio:
-    """Decode and check a clip: at most `max_bytes`, decodable, finite, `min_seconds`..`max_seconds`
-    long, not silent. Raises InvalidVoiceAudio (VoiceTooLarge for size) naming `param`. Blocking: call it
-    off the event loop."""
+    """Decode a clip to `rate` and check it: at most `max_bytes`, decodable, finite,
+    `min_seconds`..`max_seconds` long, not silent. Raises InvalidVoiceAudio (VoiceTooLarge for size)
+    naming `param`. Blocking: call it off the event loop."""
     if len(data) > limits.max_bytes:
         raise VoiceTooLarge(f"{param}: the audio file exceeds {limits.max_bytes} bytes", param)
     try:
-        samples = decode_audio(data, CLIP_RATE, limits.max_seconds)
+        samples = decode_audio(data, rate, limits.max_seconds)
     except AudioTooLong as exc:
         raise InvalidVoiceAudio(f"{param}: {exc}", param, "audio_too_long") from exc
     except AudioDecodeError as exc:  # not audio, not finite, or past another bound of decoding
         raise InvalidVoiceAudio(f"{param}: {exc}", param, "invalid_audio") from exc
-    seconds = samples.size / CLIP_RATE
+    seconds = samples.size / rate
     if seconds < limits.min_seconds:
         raise InvalidVoiceAudio(
             f"{param}: the audio is {seconds:.2f} s long; at least {limits.min_seconds:g} s is needed",
@@ -58,4 +64,4 @@ def load_clip(
         )
     if float(np.sqrt(np.mean(np.square(samples, dtype=np.float64)))) < SILENCE_RMS:
         raise InvalidVoiceAudio(f"{param}: the audio is silent", param, "audio_silent")
-    return ReferenceAudio(samples, CLIP_RATE, content_hash(data), transcript or None)
+    return ReferenceAudio(samples, rate, content_hash(data), transcript or None)

@@ -12,7 +12,7 @@ import numpy as np
 from polyvox.audio.decode import decode_audio
 from polyvox.audio.encode import encode_audio
 from polyvox.backends.base import Backend, ReferenceAudio, SynthesisRequest
-from polyvox.voices.clips import CLIP_RATE, content_hash
+from polyvox.voices.clips import content_hash
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,8 @@ async def freeze_design(design: VoiceDesign, backend: Backend, max_patches: int)
     return FrozenPrompt(wav, None if patch_cap_hit else design.text)
 
 
-def reference_of(frozen: FrozenPrompt) -> ReferenceAudio:
-    """The frozen clip as a ReferenceAudio keyed by its bytes' hash (generated audio: no upload checks).
-    Blocking: call it off the event loop."""
-    samples = decode_audio(frozen.wav, CLIP_RATE)
-    return ReferenceAudio(samples, CLIP_RATE, content_hash(frozen.wav), frozen.transcript)
+def reference_of(frozen: FrozenPrompt, rate: int) -> ReferenceAudio:
+    """The frozen clip decoded to `rate` (see `clips.clip_rate`) as a ReferenceAudio keyed by its bytes'
+    hash (generated audio: no upload checks). Blocking: call it off the event loop."""
+    samples = decode_audio(frozen.wav, rate)
+    return ReferenceAudio(samples, rate, content_hash(frozen.wav), frozen.transcript)

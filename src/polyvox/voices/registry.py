@@ -22,7 +22,7 @@ from polyvox.audio.errors import AudioDecodeError
 from polyvox.backends.base import OPENAI_VOICES, Backend, BackendInfo, ReferenceAudio
 from polyvox.settings import Settings
 from polyvox.voices.builtin import BUILTIN_DIR, BuiltinFreezer, default_script, load_builtin_voices
-from polyvox.voices.clips import ClipLimits, load_clip
+from polyvox.voices.clips import ClipLimits, clip_rate, load_clip
 from polyvox.voices.consents import ConsentStore
 from polyvox.voices.design import FrozenPrompt, VoiceDesign, freeze_design, reference_of
 from polyvox.voices.detail import VoiceDetail
@@ -88,7 +88,8 @@ class VoiceRegistry:
     """Builtin voices plus the voices of `store` (None: no voices directory, nothing can be stored).
 
     `design_script` is the sentence and seed a voice made from a prompt is frozen speaking, unless
-    the request brings its own sentence."""
+    the request brings its own sentence. `clip_rate` is the rate stored clips are decoded to: the
+    rate the served engine takes references at (`clips.clip_rate` of its info)."""
 
     def __init__(
         self,
@@ -97,18 +98,21 @@ class VoiceRegistry:
         freezer: BuiltinFreezer,
         limits: ClipLimits,
         design_script: tuple[str, int],
+        clip_rate: int,
     ):
         self.store = store
         self.consents = ConsentStore(store) if store is not None else None
         self.builtins = builtins
         self.freezer = freezer
         self.limits = limits
+        self.clip_rate = clip_rate
         self.design_script = design_script
         self._voices: dict[str, StoredVoice] = {}
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> VoiceRegistry:
+    def from_settings(cls, settings: Settings, backend: BackendInfo) -> VoiceRegistry:
+        """The registry `settings` describe, decoding clips for the engine `backend` describes."""
         root = settings.voices_dir or default_voices_dir()
         try:
             store: VoiceStore | None = VoiceStore(root)
@@ -126,6 +130,7 @@ class VoiceRegistry:
             freezer,
             ClipLimits.from_settings(settings),
             default_script(settings.builtin_voices_file),
+            clip_rate(backend),
         )
 
     # ------------------------------------------------------------------ reading
@@ -255,9 +260,9 @@ class VoiceRegistry:
     def _reference(self, data: bytes, entry: VoiceEntry) -> ReferenceAudio:
         """A stored clip as a reference: a designed voice's clip is generated audio (no upload checks)."""
         if entry.source != "designed":
-            return load_clip(data, self.limits, "audio", entry.transcript)
+            return load_clip(data, self.limits, self.clip_rate, "audio", entry.transcript)
         try:
-            return reference_of(FrozenPrompt(data, entry.transcript))
+            return reference_of(FrozenPrompt(data, entry.transcript), self.clip_rate)
         except AudioDecodeError as exc:
             raise InvalidVoiceAudio(str(exc), "audio") from exc
 
@@ -282,7 +287,7 @@ class VoiceRegistry:
                 param="consent",
                 code="consent_required",
             )
-        reference = load_clip(data, self.limits, param, entry.transcript)
+        reference = load_clip(data, self.limits, self.clip_rate, param, entry.transcript)
         entry = entry.model_copy(update={"label": label, "source": "uploaded"})
         with store.locked():  # the cited consent cannot be deleted before the voice is stored
             if entry.consent_id is not None:
@@ -309,7 +314,7 @@ class VoiceRegistry:
         text, seed = self.design_script
         design = VoiceDesign(voice_id, prompt, script or text, seed)
         frozen = await freeze_design(design, backend.as_written(), self.freezer.max_patches)
-        reference = await anyio.to_thread.run_sync(reference_of, frozen)
+        reference = await anyio.to_thread.run_sync(reference_of, frozen, self.clip_rate)
         entry = VoiceEntry(
             audio="", transcript=frozen.transcript, label=label, prompt=prompt, source="designed"
         )

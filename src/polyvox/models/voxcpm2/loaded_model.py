@@ -96,6 +96,11 @@ class VoxCPM2:
         return self.vae.out_sample_rate
 
     @property
+    def reference_rate(self) -> int:
+        """Rate a reference clip is VAE-encoded at: the AudioVAE's input rate (16 kHz)."""
+        return self.vae.sample_rate
+
+    @property
     def patch_samples(self) -> int:
         """Output samples per generated patch (7,680 = 160 ms at 48 kHz)."""
         return self.config.patch_size * self.vae.decode_chunk_size

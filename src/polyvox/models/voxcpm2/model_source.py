@@ -29,16 +29,20 @@ from polyvox.startup import stage
 
 @dataclass(frozen=True)
 class ModelSource:
-    """What the model will be (device, dtype, output rate) and how to load it (`load`, slow)."""
+    """What the model will be (device, dtype, output rate, the AudioVAE's input rate that reference
+    clips are encoded at) and how to load it (`load`, slow)."""
 
     device: torch.device
     dtype: torch.dtype
     sample_rate: int
+    reference_rate: int
     load: Callable[[], VoxCPM2]
 
 
-def _sample_rate(config: VoxCPM2Config) -> int:
-    return AudioVAEConfig.from_dict(config.audio_vae_config).out_sample_rate
+def _rates(config: VoxCPM2Config) -> tuple[int, int]:
+    """(output rate, reference rate): the AudioVAE's output and input sample rates."""
+    vae = AudioVAEConfig.from_dict(config.audio_vae_config)
+    return vae.out_sample_rate, vae.sample_rate
 
 
 def checkpoint_source(
@@ -62,7 +66,7 @@ def checkpoint_source(
         where = directory or download_checkpoint(str(path_or_repo))
         return VoxCPM2.load(where, device=resolved_device, dtype=resolved_dtype)
 
-    return ModelSource(resolved_device, resolved_dtype, _sample_rate(config), load)
+    return ModelSource(resolved_device, resolved_dtype, *_rates(config), load)
 
 
 def random_source(size: str, device: str | None = "auto", dtype: str | None = "auto") -> ModelSource:
@@ -76,4 +80,4 @@ def random_source(size: str, device: str | None = "auto", dtype: str | None = "a
         with stage(f"make random {size} weights on {resolved_device}"):
             return VoxCPM2.random(size, device=resolved_device, dtype=resolved_dtype)
 
-    return ModelSource(resolved_device, resolved_dtype, _sample_rate(config_for(size)), load)
+    return ModelSource(resolved_device, resolved_dtype, *_rates(config_for(size)), load)

@@ -41,9 +41,12 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
-async def _reference(data: bytes, param: str, transcript: str | None, limits: ClipLimits) -> ReferenceAudio:
-    """The clip checked (decodes, length, not silent; a VoiceError otherwise) and decoded off the loop."""
-    return await anyio.to_thread.run_sync(load_clip, data, limits, param, transcript)
+async def _reference(
+    data: bytes, param: str, transcript: str | None, limits: ClipLimits, rate: int
+) -> ReferenceAudio:
+    """The clip checked (decodes, length, not silent; a VoiceError otherwise) and decoded to `rate` off
+    the loop."""
+    return await anyio.to_thread.run_sync(load_clip, data, limits, rate, param, transcript)
 
 
 def _base64_audio(value: str) -> bytes:
@@ -60,9 +63,12 @@ def _base64_audio(value: str) -> bytes:
         ) from exc
 
 
-async def base64_reference(value: str, transcript: str | None, limits: ClipLimits) -> ReferenceAudio:
-    """A one-off clone reference sent as base64 or a data URL (`ref_audio`), checked and decoded."""
-    return await _reference(_base64_audio(value), "ref_audio", transcript, limits)
+async def base64_reference(
+    value: str, transcript: str | None, limits: ClipLimits, rate: int
+) -> ReferenceAudio:
+    """A one-off clone reference sent as base64 or a data URL (`ref_audio`), checked and decoded to
+    `rate` (see `voices.clips.clip_rate`)."""
+    return await _reference(_base64_audio(value), "ref_audio", transcript, limits, rate)
 
 
 def _replay(body: bytes):
@@ -113,10 +119,13 @@ async def read_speech_request(
     request: Request,
     max_bytes: int,
     defaults: dict[str, Any] | None = None,
+    *,
+    clip_rate: int,
     max_upload_bytes: int | None = None,
     clip_limits: ClipLimits | None = None,
 ) -> tuple[SpeechRequest, ReferenceAudio | None]:
     """Parse and validate the body; validation errors become RequestValidationError (translated once).
+    A reference clip is decoded to `clip_rate` (the served engine's: see `voices.clips.clip_rate`).
 
     The body limit holds for chunked bodies too (no Content-Length): reading stops past `max_bytes`.
     The fields are validated before a reference clip is decoded, so a bad field costs no decoding."""
@@ -157,9 +166,11 @@ async def read_speech_request(
         raise RequestValidationError(exc.errors()) from exc
     reference = None
     if upload is not None:
-        reference = await _reference(await upload.read(), upload_param, body.ref_text, limits)
+        reference = await _reference(await upload.read(), upload_param, body.ref_text, limits, clip_rate)
     elif body.ref_audio is not None:
-        reference = await _reference(_base64_audio(body.ref_audio), "ref_audio", body.ref_text, limits)
+        reference = await _reference(
+            _base64_audio(body.ref_audio), "ref_audio", body.ref_text, limits, clip_rate
+        )
     if body.ref_audio is not None:
         body = body.model_copy(update={"ref_audio": None})
     return body, reference

@@ -12,7 +12,7 @@ from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.parsing import read_speech_request
 from polyvox.server.speech.streaming import SpeechStreamResponse, audio_stream, sse_stream
 from polyvox.server.speech.synthesis import ClientGone, SpeechService, until_disconnect
-from polyvox.voices.clips import ClipLimits
+from polyvox.voices.clips import ClipLimits, clip_rate
 
 router = APIRouter(tags=["speech"])
 
@@ -56,6 +56,7 @@ async def _speak(
             defaults,
             max_upload_bytes=settings.max_upload_bytes,
             clip_limits=ClipLimits.from_settings(settings),
+            clip_rate=clip_rate(service.backend.info),
         )
         check_model(body.model, service.backend, settings.accept_any_model)
         voice = await service.resolve_voice(body.voice, reference, accepted_at=accepted_at)

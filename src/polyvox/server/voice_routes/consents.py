@@ -44,7 +44,7 @@ async def create_consent(request: Request, registry: VoiceRegistry = Depends(get
             400, "recording: an audio file is required", param="recording", code="missing_required_parameter"
         )
     data = await upload.read()
-    await anyio.to_thread.run_sync(load_clip, data, registry.limits, "recording")
+    await anyio.to_thread.run_sync(load_clip, data, registry.limits, registry.clip_rate, "recording")
     suffix = Path(upload.filename or "").suffix
     record = await anyio.to_thread.run_sync(consents.create, name, language, data, suffix)
     return _consent(record)

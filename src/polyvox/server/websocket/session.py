@@ -34,7 +34,7 @@ from polyvox.server.websocket.protocol import (
     parse_message,
 )
 from polyvox.server.websocket.sentences import SentenceBuffer
-from polyvox.voices.clips import ClipLimits
+from polyvox.voices.clips import ClipLimits, clip_rate
 from polyvox.voices.errors import VoiceError
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,8 @@ class SpeechSession:
             reference = None
             if config.ref_audio is not None:
                 limits = ClipLimits.from_settings(self.service.settings)
-                reference = await base64_reference(config.ref_audio, config.ref_text, limits)
+                rate = clip_rate(self.service.backend.info)
+                reference = await base64_reference(config.ref_audio, config.ref_text, limits, rate)
             # Whether the voice, format and engine can serve the session at all:
             probe = self.service.prepare(template, stream=True, reference=reference)
         except ValidationError as exc:
