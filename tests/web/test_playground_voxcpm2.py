@@ -1,7 +1,7 @@
 """The playground against `polyvox serve --random-weights tiny --device cpu` (VoxCPM2) in headless
 Chromium: the VoxCPM2 controls reach the request, the download comes from the audio cache, a clip
-uploaded (or recorded) in the Clone tab becomes a voice that speaks, and a bad clip shows the API's
-own error."""
+uploaded (or recorded) in the Clone tab becomes a voice that speaks and is renamed in the Voices tab,
+and a bad clip shows the API's own error."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_voxcpm2_controls_reach_the_request_and_the_download_is_a_cache_hit(page
     screenshot_tabs(page, artifacts, "voxcpm2")
 
 
-def test_a_clip_saved_as_a_voice_appears_in_the_picker_and_speaks(page, voxcpm2_server):
+def test_a_clip_saved_as_a_voice_appears_in_the_picker_speaks_and_is_renamed(page, voxcpm2_server):
     open_playground(page, voxcpm2_server)
     page.click("#tab-clone")
     page.set_input_files("#clone-file", files=[clip_file(voice_like(2.0), "mine.wav")])
@@ -90,7 +90,23 @@ def test_a_clip_saved_as_a_voice_appears_in_the_picker_and_speaks(page, voxcpm2_
     assert heard(page)[1] > 0
 
     page.click("#tab-voices")
-    assert page.locator('#voices-table tr[data-voice="browser_voice"]').is_visible()
+    row = page.locator('#voices-table tr[data-voice="browser_voice"]')
+    assert row.is_visible()
+
+    # Renaming goes through the API: a blank name shows its error, a good one reaches the picker.
+    page.once("dialog", lambda dialog: dialog.accept("   "))
+    page.click('button[aria-label="Rename browser_voice"]')
+    wait_for_text(page, "#voices-status", "^Not renamed")
+    assert "name: a non-blank string is required" in page.inner_text("#voices-error")
+    page.once("dialog", lambda dialog: dialog.accept("Narrator from the browser"))
+    page.click('button[aria-label="Rename browser_voice"]')
+    wait_for_text(page, "#voices-status", '^Renamed browser_voice to "Narrator from the browser"')
+    assert row.locator("th").inner_text() == "Narrator from the browser (browser_voice)"
+    assert page.inner_text("#voices-error") == ""
+    picked = page.locator('#speak-voice option[value="browser_voice"]')
+    assert picked.inner_text() == "Narrator from the browser (browser_voice)"
+    shown = httpx.get(f"{voxcpm2_server}/v1/audio/voices/browser_voice").json()
+    assert shown["name"] == "Narrator from the browser"
 
 
 def test_a_silent_clip_shows_the_apis_own_error(page, voxcpm2_server):

@@ -350,6 +350,28 @@ class VoiceRegistry:
             self._voices = {**self._voices, voice_id: StoredVoice(entry, reference)}
         return self.info(voice_id), previous is not None
 
+    def rename(self, voice_id: str, name: object) -> VoiceDetail:
+        """Give a stored voice a new display name (checked as a new voice's free-form name is); its
+        id, clip and prompt hash stay. A builtin voice keeps its name (VoiceConflict)."""
+        if isinstance(voice_id, str) and self.is_reserved(voice_id):
+            raise VoiceConflict(
+                f"{voice_id!r} is a builtin voice; only voices created or registered here can be renamed",
+                param="voice_id",
+            )
+        label = check_text(name, "name", max_chars=256)
+        if voice_id not in self._voices or self.store is None:
+            raise VoiceNotFound(f"voice {voice_id!r} not found", param="voice_id")
+        with self._lock:
+            stored = self._voices.get(voice_id)
+            if stored is None:
+                raise VoiceNotFound(f"voice {voice_id!r} not found", param="voice_id")
+            # A name equal to the id is no label: the voice is shown by its id, as when created so.
+            new_label = None if label == voice_id else label
+            self.store.relabel(voice_id, new_label)
+            entry = stored.entry.model_copy(update={"label": new_label})
+            self._voices = {**self._voices, voice_id: StoredVoice(entry, stored.reference)}
+        return self.info(voice_id)
+
     def delete(self, name: str) -> None:
         if self.is_reserved(name):
             raise VoiceConflict(f"{name!r} is a builtin voice and cannot be deleted", param="voice_id")

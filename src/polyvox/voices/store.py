@@ -101,7 +101,7 @@ def default_voices_dir() -> Path:
 
 
 class VoiceStore:
-    """The directory `root`; `read()` parses the registry, `put`/`remove` change it atomically."""
+    """The directory `root`; `read()` parses the registry, `put`/`relabel`/`remove` change it atomically."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -197,6 +197,21 @@ class VoiceStore:
         if previous is not None:
             self._discard_clip(previous)
         return previous
+
+    def relabel(self, name: str, label: str | None) -> VoiceEntry:
+        """Change the display name of the voice `name` (None: shown by its id); its id, clip and
+        other fields stay as they are. Returns the entry as now stored."""
+        with self.locked():
+            entries = self._raw_entries()
+            old = entries.get(name)
+            if not isinstance(old, dict):
+                raise VoiceNotFound(f"voice {name!r} is not registered", param="voice_id")
+            changed = {k: v for k, v in old.items() if k != "label"}
+            if label is not None:
+                changed["label"] = label
+            entries[name] = changed
+            self._write_registry(entries)
+        return VoiceEntry.model_validate(changed)
 
     def remove(self, name: str) -> VoiceEntry:
         with self.locked():

@@ -1,5 +1,6 @@
 """The voice API: list voices (Open WebUI's shape on `/v1/audio/voices`, uttera-tts-vllm's on
-`/v1/voices`), show one, create one, delete one, and `POST /admin/reload-voices`.
+`/v1/voices`), show one, create one, rename one (`POST .../{id}` with a new `name`), delete one,
+and `POST /admin/reload-voices`.
 
 Creating takes OpenAI's two forms, from an audio sample or from a text prompt (see
 `creation`), as JSON or multipart. Answers are OpenAI's `audio.voice` objects with polyvox's
@@ -123,6 +124,15 @@ async def create_voice(request: Request, registry: VoiceRegistry = Depends(get_r
     fields = await read_fields(request, request.app.state.settings.max_request_bytes)
     info, replaced = await create_from_fields(request, registry, fields)
     return JSONResponse(info.model_dump(), status_code=200 if replaced else 201)
+
+
+@router.post("/v1/audio/voices/{voice_id}", response_model=VoiceDetail)
+async def rename_voice(
+    voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_registry)
+) -> VoiceDetail:
+    """Change a stored voice's display `name` (JSON or form); its id, clip and prompt hash stay."""
+    fields = await read_fields(request, request.app.state.settings.max_request_bytes)
+    return await anyio.to_thread.run_sync(registry.rename, voice_id, fields.get("name"))
 
 
 @router.delete("/v1/audio/voices/{voice_id}", response_model=VoiceDeleted)

@@ -1,6 +1,6 @@
 // Changing voices: POST /v1/audio/voices from a clip (multipart: name, audio, transcript, consent) or
-// from a description (type=prompt, name, prompt), and DELETE /v1/audio/voices/{id}. Each needs an
-// admin key where the server has admin keys.
+// from a description (type=prompt, name, prompt), POST /v1/audio/voices/{id} to rename one, and
+// DELETE /v1/audio/voices/{id}. Each needs an admin key where the server has admin keys.
 
 import { request } from "./api.js";
 
@@ -12,6 +12,12 @@ export async function saveVoice({ name, clip, transcript, consent }) {
   if (transcript) form.append("transcript", transcript);
   form.append("consent", consent ? "true" : "false");
   return (await request("v1/audio/voices", { method: "POST", form })).json();
+}
+
+/** Give the stored voice `id` a new display name; its id, clip and settings stay. */
+export async function renameVoice(id, name) {
+  const path = `v1/audio/voices/${encodeURIComponent(id)}`;
+  return (await request(path, { method: "POST", json: { name } })).json();
 }
 
 export async function deleteVoice(id) {

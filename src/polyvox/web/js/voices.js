@@ -1,12 +1,12 @@
 // The Voices tab: every voice with what the API says about it; play a sample (a short sentence in
-// that voice, streamed), use it in the Speak tab, delete a stored voice, upload a new one or design
-// one from a description. There is no rename: the API has none.
+// that voice, streamed), use it in the Speak tab, rename or delete a stored voice, upload a new one or
+// design one from a description.
 
 import { showError } from "./api.js";
 import { aboutVoice, catalog, catalogEvents, loadVoices, savedVoiceId, voiceLabel } from "./catalog.js";
 import { generationSettings, summary } from "./speak.js";
 import { speakOverHttp } from "./speech.js";
-import { deleteVoice, designVoice, saveVoice } from "./voice-api.js";
+import { deleteVoice, designVoice, renameVoice, saveVoice } from "./voice-api.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -60,7 +60,12 @@ export class VoicesTab {
         button("Play sample", voice.id, () => this.sample(voice.id)),
         button("Use", voice.id, () => this.onUse(voice.id)),
       );
-      if (voice.source !== "builtin") actions.append(button("Delete", voice.id, () => this.remove(voice.id)));
+      if (voice.source !== "builtin") {
+        actions.append(
+          button("Rename", voice.id, () => this.rename(voice)),
+          button("Delete", voice.id, () => this.remove(voice.id)),
+        );
+      }
       row.append(name, source, description, actions);
       return row;
     });
@@ -77,6 +82,20 @@ export class VoicesTab {
       this.#status(`Sample of ${id}: ${summary(result)}.`);
     } catch (error) {
       this.#status(`No sample of ${id}.`);
+      showError($("voices-error"), error);
+    }
+  }
+
+  async rename(voice) {
+    showError($("voices-error"), null);
+    const name = window.prompt(`New name for the voice "${voice.id}" (its id stays):`, voice.name || voice.id);
+    if (name === null) return;
+    try {
+      const renamed = await renameVoice(voice.id, name);
+      await loadVoices();
+      this.#status(`Renamed ${voice.id} to "${renamed.name}".`);
+    } catch (error) {
+      this.#status(`Not renamed.`);
       showError($("voices-error"), error);
     }
   }
