@@ -47,6 +47,9 @@ def test_engine_bench_closed_loop_runs_every_request(tmp_path, policy):
     assert result["kv_blocks_free_after"] == result["kv_blocks"]
 
 
+# gpu_bench keeps 270 s of its budget for the sections after the table: a budget of 340 s leaves the
+# tiny table 60 s or more on a loaded two-core machine (280 left it the 10 s floor, which it outran).
+@pytest.mark.timeout(480)
 def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
     env = {
         **os.environ,
@@ -56,10 +59,10 @@ def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
         "PROFILE_BATCHES": "1,2",
         "SECTIONS": "smoke_tiny,engine_full,profile,attention",
         "OUT": str(tmp_path),
-        "BUDGET_S": "280",
+        "BUDGET_S": "340",
     }
     completed = subprocess.run(
-        [sys.executable, "bench/gpu_bench.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "bench/gpu_bench.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=420
     )
     assert completed.returncode == 0, completed.stdout[-2000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
