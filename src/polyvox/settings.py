@@ -247,6 +247,12 @@ class Settings(BaseSettings):
         description="Sentences the embedded voice synthesises at once, shared fairly by all requests; unset: "
         "one per usable core, each on one ONNX thread (fewer workers share the spare cores as threads).",
     )
+    encode_threads: int | None = Field(
+        None,
+        ge=1,
+        description="Threads that resample and encode response audio beside the event loop, shared by every "
+        "stream (each stream's chunks stay in order); unset: one per usable core.",
+    )
     attention_backend: Literal["auto", "sdpa", "flash"] = Field(
         "auto",
         description="Paged attention on CUDA fp16/bf16: flash-attn when installed (auto), or PyTorch SDPA.",

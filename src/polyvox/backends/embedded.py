@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import threading
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from polyvox.backends.base import OPENAI_VOICES, Backend, BackendCapabilities, B
 from polyvox.backends.embedded_voice import VOICE_NAME, VOICE_SHA256, VoiceFiles, load_voice, locate_voice
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.backends.fair_queue import FairQueue, place_here
+from polyvox.cores import usable_cores
 from polyvox.settings import Settings
 from polyvox.text.script import Script, detect_scripts, foreign_letters
 from polyvox.text.split import split_sentences
@@ -79,15 +79,6 @@ MAX_NATIVE_SPEED = round(1.0 / float(_DURATION_RATIOS[0]), 2)
 def length_scale_for(speed: float) -> float:
     """Piper's `length_scale` that makes this voice speak at `speed` times its normal rate."""
     return float(np.interp(1.0 / speed, _DURATION_RATIOS, _LENGTH_SCALES))
-
-
-def usable_cores() -> int:
-    """CPU cores this process may run on: its affinity mask, not the machine's count."""
-    if hasattr(os, "process_cpu_count"):  # Python 3.13+
-        return os.process_cpu_count() or 1
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
 
 
 class EmbeddedBackend(Backend):

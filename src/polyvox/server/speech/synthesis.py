@@ -22,6 +22,7 @@ from starlette.requests import Request
 from polyvox.audio import formats
 from polyvox.audio.encode import complete_file
 from polyvox.audio.errors import UnsupportedFormat
+from polyvox.audio.formats import AudioFormat
 from polyvox.audio.pipeline import OutputPipeline
 from polyvox.backends.base import OPENAI_VOICES, AudioStream, Backend, ReferenceAudio, SynthesisRequest
 from polyvox.backends.text_pipeline import PieceStream
@@ -35,6 +36,7 @@ from polyvox.server.speech.admission import Admission, Overloaded
 from polyvox.server.speech.caching import SpeechCache
 from polyvox.server.speech.disconnect import ClientGone as ClientGone
 from polyvox.server.speech.disconnect import until_disconnect
+from polyvox.server.speech.encode_pool import EncodePool
 from polyvox.server.speech.job import SpeechJob
 from polyvox.server.speech.output import cached_chunks
 from polyvox.server.speech.request_policy import default_rate, instructions_for
@@ -73,9 +75,13 @@ class SpeechService:
         self.admission = Admission(
             settings.max_concurrent_requests, settings.max_queue, on_change=metrics.admission_changed
         )
-        # Encoding and resampling threads, bounded apart from anyio's shared default pool.
-        self.limiter = anyio.CapacityLimiter(max(4, settings.max_concurrent_requests))
-        self.cache = SpeechCache(store, metrics, self.limiter)
+        # Resampling and encoding of every response, off the event loop.
+        self.encode_pool = EncodePool.from_settings(settings)
+        # Cache reads and writes wait on the disk, not a core: a pool of their own, so they never hold
+        # an encoding thread.
+        self.cache = SpeechCache(
+            store, metrics, anyio.CapacityLimiter(max(4, settings.max_concurrent_requests))
+        )
 
     def voices(self) -> list[str]:
         """OpenAI's voice names, any the engine adds, then registered and uploaded voices."""
@@ -259,7 +265,7 @@ class SpeechService:
         Raises DeadlineExceeded once the request has run `settings.request_timeout_s`."""
         deadline = job.received_at + self.settings.request_timeout_s
         in_rate = job.cached.sample_rate if job.cached is not None else self.backend.info.sample_rate
-        pipeline = await anyio.to_thread.run_sync(
+        pipeline = await self.encode_pool.run(
             OutputPipeline, in_rate, job.out_rate, job.fmt, job.pipeline_speed
         )
         chunks: AudioStream
@@ -286,7 +292,7 @@ class SpeechService:
                     keep.append(samples)
                 if job.cached is None:
                     self.metrics.audio_seconds.inc(seconds)
-                data = await anyio.to_thread.run_sync(pipeline.push, samples, limiter=self.limiter)
+                data = await self.encode_pool.run(pipeline.push, samples)
                 if data:
                     if first:
                         first = False
@@ -295,7 +301,7 @@ class SpeechService:
             job.spoken_chars = chunks.characters if isinstance(chunks, PieceStream) else None
             if keep is not None:
                 await self.cache.put(job, keep, in_rate)
-            tail = await anyio.to_thread.run_sync(pipeline.finish, limiter=self.limiter)
+            tail = await self.encode_pool.run(pipeline.finish)
             if tail:
                 if first:
                     self._observe_ttfa(job)
@@ -310,7 +316,13 @@ class SpeechService:
 
     async def whole(self, job: SpeechJob) -> bytes:
         """The complete file for a non-streamed answer (WAV gets its exact sizes)."""
-        return complete_file(b"".join([piece async for piece in self.audio(job)]), job.fmt, job.out_rate)
+        pieces = [piece async for piece in self.audio(job)]
+        return await self.encode_pool.run(_joined_file, pieces, job.fmt, job.out_rate)
+
+
+def _joined_file(pieces: list[bytes], fmt: AudioFormat, rate: int) -> bytes:
+    """The pieces of a stream-encoded answer as one complete file (copies megabytes: not on the loop)."""
+    return complete_file(b"".join(pieces), fmt, rate)
 
 
 def _check_lengths(limit: int, **fields: str | None) -> None:
