@@ -1,0 +1,38 @@
+"""`Engine`: what `VoxCPM2Backend` drives, in a thread of the server (`InThreadEngine`) or in engine
+processes, one per data-parallel rank (`DataParallelEngine`). Statistics come per rank."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+import numpy as np
+
+from polyvox.backends.base import PromptCacheStats, SynthesisRequest
+from polyvox.batching.core import BatchingStats
+
+
+class Engine(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    @property
+    def ready(self) -> bool:
+        """Some rank can take a request."""
+        ...
+
+    def ranks_up(self) -> list[bool]:
+        """Per rank: started and serving."""
+        ...
+
+    def stats(self) -> list[BatchingStats | None]:
+        """Per rank: its batching counters (None while it is down)."""
+        ...
+
+    def prompt_cache_stats(self) -> PromptCacheStats: ...
+
+    def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+        """The request's 48 kHz chunks; closing early frees it in the engine. BackendError when the
+        engine (or the rank serving it) fails; BackendInputError when its prompt leaves no room."""
+        ...

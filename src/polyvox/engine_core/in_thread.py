@@ -1,0 +1,82 @@
+"""`InThreadEngine`: the engine core stepping in a thread of the server's own process (an `EngineWorker`
+driven by `AsyncBatchingCore`). Tests and `polyvox say` use it, and `serve` with `engine_process` off."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+
+import numpy as np
+import torch
+
+from polyvox.backends.base import PromptCacheStats, SynthesisRequest
+from polyvox.backends.errors import BackendError
+from polyvox.batching.async_core import AsyncBatchingCore, BatchingCoreDead
+from polyvox.batching.core import BatchingStats
+from polyvox.engine_core.options import WorkerOptions
+from polyvox.engine_core.prompts import PromptBuilder
+from polyvox.engine_core.worker import EngineWorker
+from polyvox.models.voxcpm2.loaded_model import VoxCPM2
+from polyvox.models.voxcpm2.model_source import ModelSource
+
+
+class InThreadEngine:
+    """One engine in this process; the model is loaded at `start` when given as a `ModelSource`. A
+    rebuilt engine (stop, start after a failure) keeps the model and the voice prompts it encoded."""
+
+    def __init__(self, model: VoxCPM2 | ModelSource, options: WorkerOptions) -> None:
+        self._source = model if isinstance(model, ModelSource) else None
+        self.options = options
+        self.prompts: PromptBuilder | None = None
+        if isinstance(model, VoxCPM2):
+            self.prompts = options.prompt_builder(model)
+        self.worker: EngineWorker | None = None
+        self.step_loop: AsyncBatchingCore | None = None
+
+    async def start(self) -> None:
+        if self.step_loop is None:
+            step_loop = await asyncio.to_thread(self._build)
+            step_loop.start()
+            self.step_loop = step_loop
+
+    def _build(self) -> AsyncBatchingCore:
+        if self.options.torch_threads is not None:
+            torch.set_num_threads(self.options.torch_threads)
+        if self.prompts is None:
+            assert self._source is not None
+            self.prompts = self.options.prompt_builder(self._source.load())
+            self._source = None
+        self.worker = self.options.worker(self.prompts)
+        return AsyncBatchingCore(self.worker.core)
+
+    async def stop(self) -> None:
+        step_loop, self.step_loop = self.step_loop, None
+        if step_loop is not None:
+            await asyncio.to_thread(step_loop.stop)
+
+    @property
+    def ready(self) -> bool:
+        return self.step_loop is not None and self.step_loop.running
+
+    def ranks_up(self) -> list[bool]:
+        return [self.ready]
+
+    def stats(self) -> list[BatchingStats | None]:
+        return [self.step_loop.stats() if self.step_loop is not None else None]
+
+    def prompt_cache_stats(self) -> PromptCacheStats:
+        return self.prompts.prompt_cache.stats() if self.prompts is not None else PromptCacheStats()
+
+    async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
+        step_loop, worker = self.step_loop, self.worker
+        if step_loop is None or worker is None:
+            raise BackendError("the VoxCPM2 engine is not started")
+        prompt, params = await asyncio.to_thread(worker.prepare, request)
+        outputs = step_loop.generate(prompt, params, request.request_id)
+        try:
+            async for out in outputs:
+                yield out.audio
+        except BatchingCoreDead as exc:
+            raise BackendError(str(exc)) from exc
+        finally:
+            await outputs.aclose()

@@ -1,0 +1,122 @@
+"""`PromptBuilder`: what the batching core runs for a `SynthesisRequest` on a loaded VoxCPM2: the prompt
+(tokenised text, voice design, the reference clip VAE-encoded through the voice prompt cache) and the
+`SamplingParams` (defaults, length caps, the refusal of a prompt that leaves no room to speak)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from polyvox.audio.resample import resample_clip
+from polyvox.backends.base import ReferenceAudio, SynthesisRequest
+from polyvox.backends.errors import BackendInputError
+from polyvox.batching.sequence import SamplingParams
+from polyvox.engine_core.prompt_cache import VoicePromptCache
+from polyvox.models.voxcpm2.generate import capped_max_len
+from polyvox.models.voxcpm2.loaded_model import VoxCPM2
+from polyvox.models.voxcpm2.prompt import Prompt
+
+if TYPE_CHECKING:
+    from polyvox.models.voxcpm2.audio_in import Padding
+
+DEFAULT_MAX_PATCHES = 2000
+DEFAULT_MIN_PATCHES = 2
+REFERENCE_CACHE_SIZE = 64
+
+
+class PromptBuilder:
+    """Thread-safe: prompts are built off the step loop, several at once."""
+
+    def __init__(
+        self,
+        model: VoxCPM2,
+        *,
+        cfg_value: float = 2.0,
+        inference_timesteps: int = 10,
+        max_patches: int = DEFAULT_MAX_PATCHES,
+        prompt_cache: VoicePromptCache | None = None,
+    ) -> None:
+        self.model = model
+        self.cfg_value = cfg_value
+        self.inference_timesteps = inference_timesteps
+        self.max_patches = max_patches
+        if prompt_cache is None:
+            prompt_cache = VoicePromptCache(REFERENCE_CACHE_SIZE)
+        self.prompt_cache = prompt_cache
+
+    # ------------------------------------------------------------------ sampling parameters
+
+    def params(self, request: SynthesisRequest, prompt: Prompt, kv_positions: int) -> SamplingParams:
+        """`kv_positions`: the most positions one sequence can hold in the engine's KV cache."""
+        if request.max_patches is not None:
+            max_len = request.max_patches
+        else:
+            max_len = capped_max_len(prompt, self.max_patches)
+        room = kv_positions
+        limit = min(self.model.config.max_length, self.model.config.lm_config.max_position_embeddings)
+        room = min(room, limit) - len(prompt)
+        if room < 1:
+            raise self._too_long(request, prompt, room + len(prompt))
+        max_len = min(max_len, room)
+        min_len = min(
+            request.min_patches if request.min_patches is not None else DEFAULT_MIN_PATCHES, max_len
+        )
+        return SamplingParams(
+            cfg_value=request.cfg_value if request.cfg_value is not None else self.cfg_value,
+            inference_timesteps=request.inference_timesteps or self.inference_timesteps,
+            temperature=request.temperature,
+            seed=request.seed,
+            min_len=min_len,
+            max_len=max_len,
+        )
+
+    def _too_long(self, request: SynthesisRequest, prompt: Prompt, positions: int) -> BackendInputError:
+        """The refusal of a prompt with no room left to speak, naming its longest part: `input`,
+        `instructions`, the reference's transcript (`ref_text`) or the reference audio (`reference`)."""
+        tokens = self.model.tokenizer
+        description = (request.instructions or "").strip()  # as design_text puts it before the text
+        design = len(tokens(f"({description})")) if description else 0
+        ref = request.reference
+        parts = {
+            "input": prompt.target_text_len - design,
+            "instructions": design,
+            "ref_text": len(tokens(ref.transcript)) if ref is not None and ref.transcript else 0,
+            "reference": int(prompt.audio_mask.sum()),
+        }
+        param = max(parts, key=parts.__getitem__)
+        return BackendInputError(
+            f"the prompt takes {len(prompt)} positions and this model can use {positions}, leaving no room "
+            f"to speak; its longest part is {param} ({parts[param]} positions): shorten it",
+            param=param,
+        )
+
+    # ------------------------------------------------------------------ prompts
+
+    def prompt(self, request: SynthesisRequest) -> Prompt:
+        ref = request.reference
+        if ref is None:
+            return self.model.build_prompt(request.text, instructions=request.instructions)
+        reference = self._encode(ref, "right")
+        if not ref.transcript:
+            return self.model.build_prompt(
+                request.text, instructions=request.instructions, reference=reference
+            )
+        return self.model.build_prompt(
+            request.text,
+            instructions=request.instructions,
+            reference=reference,
+            prompt_text=ref.transcript,
+            prompt_audio=self._encode(ref, "left"),
+        )
+
+    def _encode(self, ref: ReferenceAudio, padding: Padding) -> torch.Tensor:
+        """The clip's latent patches, from the prompt cache or encoded now."""
+
+        def encode() -> torch.Tensor:
+            from polyvox.models.voxcpm2.audio_in import encode_wav
+
+            samples = resample_clip(ref.samples, ref.sample_rate, self.model.vae.sample_rate)
+            return encode_wav(self.model.vae, samples, self.model.config.patch_size, padding)
+
+        return self.prompt_cache.get_or_encode((ref.content_hash, padding), encode)

@@ -1,0 +1,35 @@
+"""The batching counters of several data-parallel ranks as one: totals summed, means weighted by steps."""
+
+from __future__ import annotations
+
+from polyvox.batching.core import BatchingStats
+
+
+def combined_stats(ranks: list[BatchingStats | None]) -> BatchingStats | None:
+    """Over the ranks that are up; None when none is."""
+    up = [s for s in ranks if s is not None]
+    if not up:
+        return None
+    if len(up) == 1:
+        return up[0]
+    queries = sum(s.prefix_cache_queries for s in up)
+    hits = sum(s.prefix_cache_hits for s in up)
+    steps = sum(s.steps for s in up)
+    patches = sum(s.patches for s in up)
+    return BatchingStats(
+        running=sum(s.running for s in up),
+        waiting=sum(s.waiting for s in up),
+        kv_blocks_total=sum(s.kv_blocks_total for s in up),
+        kv_blocks_used=sum(s.kv_blocks_used for s in up),
+        kv_blocks_free=sum(s.kv_blocks_free for s in up),
+        prefix_cache_queries=queries,
+        prefix_cache_hits=hits,
+        prefix_cache_hit_rate=hits / queries if queries else 0.0,
+        preemptions=sum(s.preemptions for s in up),
+        steps=steps,
+        patches=patches,
+        last_batch_size=sum(s.last_batch_size for s in up),
+        last_step_s=max(s.last_step_s for s in up),
+        mean_batch_size=patches / max(steps, 1),
+        mean_step_s=sum(s.mean_step_s * s.steps for s in up) / max(steps, 1),
+    )

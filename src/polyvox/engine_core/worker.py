@@ -1,0 +1,44 @@
+"""`EngineWorker`: the engine side of VoxCPM2 serving, a loaded model with its `BatchingCore` and the
+`PromptBuilder` that turns a `SynthesisRequest` into what the core runs. The in-thread engine and the
+engine process both use it, so they make the same audio."""
+
+from __future__ import annotations
+
+import logging
+
+from polyvox.backends.base import SynthesisRequest
+from polyvox.batching.config import BatchingConfig
+from polyvox.batching.core import BatchingCore
+from polyvox.batching.sequence import SamplingParams
+from polyvox.engine_core.prompts import PromptBuilder
+from polyvox.models.voxcpm2.prompt import Prompt
+from polyvox.startup import stage
+
+log = logging.getLogger(__name__)
+
+
+class EngineWorker:
+    """`prepare` is thread-safe (it runs off the step loop); the core is driven by one thread."""
+
+    def __init__(self, prompts: PromptBuilder, config: BatchingConfig) -> None:
+        model = prompts.model
+        self.prompts = prompts
+        self.config = config
+        with stage("build the batching core (KV cache, attention, compile)"):
+            self.core = BatchingCore(model.lm, model.vae, model.config, config, model.device, model.dtype)
+        log.info(
+            "VoxCPM2 engine: %d KV blocks of %d positions on %s",
+            self.core.block_manager.num_blocks,
+            config.kv_block_size,
+            model.device,
+        )
+
+    @property
+    def kv_positions(self) -> int:
+        return self.core.block_manager.num_blocks * self.config.kv_block_size
+
+    def prepare(self, request: SynthesisRequest) -> tuple[Prompt, SamplingParams]:
+        """The prompt and sampling parameters of a validated request; BackendInputError when its prompt
+        leaves no room to speak."""
+        prompt = self.prompts.prompt(request)
+        return prompt, self.prompts.params(request, prompt, self.kv_positions)
