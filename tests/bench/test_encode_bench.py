@@ -1,0 +1,30 @@
+"""`bench/encode_bench.py` runs end to end (a dry run: four streams, short windows), so the encode
+table in BENCHMARKS.md can always be measured again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"]
+
+
+def test_encode_bench_dry_run_measures_every_format_and_its_audio_decodes_to_what_was_encoded(tmp_path):
+    out = tmp_path / "encode.json"
+    command = [sys.executable, "bench/encode_bench.py", "--dry-run", "--threads", "1,2", "--json", str(out)]
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300)
+    report = json.loads(out.read_text())
+    assert [(run["format"], run["threads"]) for run in report["runs"]] == [
+        (fmt, threads) for fmt in FORMATS for threads in (1, 2)
+    ]
+    for run in report["runs"]:
+        assert run["chunks"] > 0 and run["chunks_per_s"] > 0 and run["direct_chunks_per_s"] > 0
+        assert run["real_time_streams"] == int(run["chunks_per_s"] * 0.16)
+        # stream 0's bytes, decoded, last as long as the 160 ms chunks it pushed (codec padding aside)
+        assert run["encoded_s"] > 0
+        assert run["decoded_s"] == pytest.approx(run["encoded_s"], abs=0.1)
