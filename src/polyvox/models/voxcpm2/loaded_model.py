@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -53,20 +54,26 @@ def _skip_init():
         nn.Linear.reset_parameters, nn.Embedding.reset_parameters = saved  # type: ignore[method-assign]
 
 
-def _build_lm(config: VoxCPM2Config, state: dict[str, torch.Tensor], source: str, device, dtype) -> VoxCPM2LM:
+def _build_lm(
+    config: VoxCPM2Config,
+    state: dict[str, torch.Tensor],
+    source: str,
+    device,
+    dtype,
+    lm_class: type[VoxCPM2LM] = VoxCPM2LM,
+) -> VoxCPM2LM:
     with torch.device("meta"):
-        report = compare_keys(VoxCPM2LM(config), state)
+        report = compare_keys(lm_class(config), state)
     if report:
-        raise CheckpointError(f"{source} does not fit VoxCPM2LM: {report}")
+        raise CheckpointError(f"{source} does not fit {lm_class.__name__}: {report}")
     with _skip_init(), torch.device(device):
-        lm = VoxCPM2LM(config)
+        lm = lm_class(config)
     lm = lm.to(dtype)
     load_weights(lm, state, source)
     return lm.eval()
 
 
-def _build_vae(config: VoxCPM2Config, state: dict[str, torch.Tensor], source: str, device) -> AudioVAE:
-    vae = AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config))
+def _build_vae(vae: AudioVAE, state: dict[str, torch.Tensor], source: str, device) -> AudioVAE:
     load_weights(vae, fold_weight_norm(state), source)
     return vae.to(device).eval()
 
@@ -81,6 +88,20 @@ class VoxCPM2:
     tokenizer: VoxCPM2Tokenizer
     lm: VoxCPM2LM
     vae: AudioVAE
+
+    # what a subclass for another VoxCPM release swaps in (VoxCPM 1.x: voxcpm1/loaded_model.py)
+    config_class: ClassVar[type[VoxCPM2Config]] = VoxCPM2Config
+    lm_class: ClassVar[type[VoxCPM2LM]] = VoxCPM2LM
+
+    @staticmethod
+    def make_vae(config: VoxCPM2Config) -> AudioVAE:
+        """An untrained AudioVAE of `config`'s shape."""
+        return AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config))
+
+    @property
+    def arch(self) -> str:
+        """The architecture's name, as `/v1/models` and `--arch` spell it."""
+        return "voxcpm2"
 
     @property
     def device(self) -> torch.device:
@@ -120,20 +141,21 @@ class VoxCPM2:
         dtype = resolve_dtype(dtype, device)
         with stage(f"load weights from {directory} to {device}"):
             lm_state, vae_state, lm_source, vae_source = read_weights(directory)
-            vae = _build_vae(config, vae_state, vae_source, device)
-            lm = _build_lm(config, lm_state, lm_source, device, dtype)
+            vae = _build_vae(cls.make_vae(config), vae_state, vae_source, device)
+            lm = _build_lm(config, lm_state, lm_source, device, dtype, cls.lm_class)
             tokenizer = VoxCPM2Tokenizer.from_pretrained(directory)
         return cls(config, tokenizer, lm, vae)
 
-    @staticmethod
-    def check(directory: Path) -> VoxCPM2Config:
+    @classmethod
+    def check(cls, directory: Path) -> VoxCPM2Config:
         """The checkpoint's config, once its files are there and the LM's tensor names and shapes (from
         the safetensors header, no weights read) fit it: cheap enough to run before the server listens.
         CheckpointError names what is wrong."""
         try:
-            config = VoxCPM2Config.model_validate(read_config(directory))
+            config = cls.config_class.model_validate(read_config(directory))
         except ValidationError as exc:
-            raise CheckpointError(f"{directory / 'config.json'} is not a VoxCPM2 config: {exc}") from exc
+            name = cls.config_class.__name__.removesuffix("Config")
+            raise CheckpointError(f"{directory / 'config.json'} is not a {name} config: {exc}") from exc
         if not (directory / "tokenizer.json").is_file():
             raise CheckpointError(f"{directory} has no tokenizer.json")
         lm_path, vae_path = weight_files(directory)
@@ -147,9 +169,9 @@ class VoxCPM2:
             )
         lm_shapes = {k: v for k, v in shapes.items() if not k.startswith(VAE_PREFIX)}
         with torch.device("meta"):
-            report = compare_keys(VoxCPM2LM(config), lm_shapes)
+            report = compare_keys(cls.lm_class(config), lm_shapes)
         if report:
-            raise CheckpointError(f"{lm_path} does not fit VoxCPM2LM: {report}")
+            raise CheckpointError(f"{lm_path} does not fit {cls.lm_class.__name__}: {report}")
         return config
 
     @classmethod
@@ -160,20 +182,22 @@ class VoxCPM2:
         dtype: str | torch.dtype | None = "auto",
         seed: int = 0,
         tokenizer_dir: str | os.PathLike | None = None,
+        config: VoxCPM2Config | None = None,
     ) -> VoxCPM2:
-        """Random weights in memory: the same weights `write_random_checkpoint(size=size, seed=seed)` writes.
-        The test tokenizer is written to `tokenizer_dir` (a temporary directory when not given)."""
+        """Random weights in memory: the same weights `write_random_checkpoint(size=size, seed=seed)` writes
+        (of `config`, by default the VoxCPM2 config of `size`). The test tokenizer is written to
+        `tokenizer_dir` (a temporary directory when not given)."""
         import tempfile
 
         from polyvox.models.voxcpm2.random_checkpoint import config_for, random_lm_tensors, random_vae
         from polyvox.models.voxcpm2.tokenizer import build_test_tokenizer
 
-        config = config_for(size)
+        config = config or config_for(size)
         device = resolve_device(device)
         dtype = resolve_dtype(dtype, device)
-        state = dict(random_lm_tensors(config, seed, dtype=config.torch_dtype))
-        lm = _build_lm(config, state, f"random {size} weights", device, dtype)
-        vae = random_vae(config, seed).to(device)
+        state = dict(random_lm_tensors(config, seed, dtype=config.torch_dtype, lm_class=cls.lm_class))
+        lm = _build_lm(config, state, f"random {size} weights", device, dtype, cls.lm_class)
+        vae = random_vae(config, seed, cls.make_vae).to(device)
         with contextlib.ExitStack() as stack:
             if tokenizer_dir is None:
                 tokenizer_dir = stack.enter_context(tempfile.TemporaryDirectory())

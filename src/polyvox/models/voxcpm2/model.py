@@ -92,8 +92,7 @@ class VoxCPM2LM(nn.Module):
 
         lm_out = self.base_lm(embeds, meta, base_kv)
         lm_out = self.fsq_layer(lm_out) * audio_mask + lm_out * text_mask
-        residual_in = self.fusion_concat_proj(torch.cat((lm_out, audio_mask * feat_embed), dim=-1))
-        residual_out = self.residual_lm(residual_in, meta, res_kv)
+        residual_out = self.residual_lm(self.residual_input(lm_out, audio_mask * feat_embed), meta, res_kv)
         last = meta.query_start_loc[1:] - 1
         return lm_out[last], residual_out[last]
 
@@ -107,7 +106,7 @@ class VoxCPM2LM(nn.Module):
         timesteps: int,
     ) -> torch.Tensor:
         """The next patch `[B, P, D]` of each sequence; `noise [B, D, P]` is already temperature-scaled."""
-        mu = torch.cat((self.lm_to_dit_proj(lm_hidden), self.res_to_dit_proj(residual_hidden)), dim=-1)
+        mu = self.dit_condition(lm_hidden, residual_hidden)
         cond = prev_patch.to(self.dtype).transpose(1, 2)
         return self.feat_decoder(mu, cond, noise, cfg_value, timesteps).transpose(1, 2)
 
@@ -121,5 +120,14 @@ class VoxCPM2LM(nn.Module):
         """Feed each sequence's newest patch `[B, P, D]` back through both LMs (one token each)."""
         embed = self.embed_patches(patch)
         lm_hidden = self.fsq_layer(self.base_lm(embed, meta, base_kv))
-        residual_in = self.fusion_concat_proj(torch.cat((lm_hidden, embed), dim=-1))
-        return lm_hidden, self.residual_lm(residual_in, meta, res_kv)
+        return lm_hidden, self.residual_lm(self.residual_input(lm_hidden, embed), meta, res_kv)
+
+    # The two places VoxCPM 1.x differs (models/voxcpm1/model.py overrides them: it sums where this concatenates)
+
+    def residual_input(self, lm_out: torch.Tensor, feat_embed: torch.Tensor) -> torch.Tensor:
+        """The residual LM's input from the base LM's output and the patch embedding (zero at text)."""
+        return self.fusion_concat_proj(torch.cat((lm_out, feat_embed), dim=-1))
+
+    def dit_condition(self, lm_hidden: torch.Tensor, residual_hidden: torch.Tensor) -> torch.Tensor:
+        """The LocDiT's conditioning `mu` from both LMs' hidden states: their projections side by side."""
+        return torch.cat((self.lm_to_dit_proj(lm_hidden), self.res_to_dit_proj(residual_hidden)), dim=-1)

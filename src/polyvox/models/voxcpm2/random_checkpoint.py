@@ -7,7 +7,7 @@ import json
 import math
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -27,20 +27,23 @@ def config_for(size: str) -> VoxCPM2Config:
     return VoxCPM2Config.tiny() if size == "tiny" else VoxCPM2Config.full()
 
 
-def lm_shapes(config: VoxCPM2Config) -> dict[str, torch.Size]:
+def lm_shapes(config: VoxCPM2Config, lm_class: type[VoxCPM2LM] = VoxCPM2LM) -> dict[str, torch.Size]:
     """Names and shapes of the LM state, read from a weightless (meta-device) model."""
     with torch.device("meta"):
-        lm = VoxCPM2LM(config)
+        lm = lm_class(config)
     return {name: t.shape for name, t in lm.state_dict().items()}
 
 
 def random_lm_tensors(
-    config: VoxCPM2Config, seed: int = 0, dtype: torch.dtype | None = None
+    config: VoxCPM2Config,
+    seed: int = 0,
+    dtype: torch.dtype | None = None,
+    lm_class: type[VoxCPM2LM] = VoxCPM2LM,
 ) -> Iterator[tuple[str, torch.Tensor]]:
     """The LM state one tensor at a time (so a full-size state never has to sit in memory at once)."""
     dtype = dtype or config.torch_dtype
     gen = torch.Generator().manual_seed(seed)
-    for name, shape in lm_shapes(config).items():
+    for name, shape in lm_shapes(config, lm_class).items():
         if len(shape) >= 2:
             tensor = torch.randn(shape, generator=gen).mul_(0.02)
         elif name.endswith("bias"):
@@ -50,11 +53,16 @@ def random_lm_tensors(
         yield name, tensor.to(dtype)
 
 
-def random_vae(config: VoxCPM2Config, seed: int = 0) -> AudioVAE:
-    """An AudioVAE with its default initialisation drawn from `seed` (the global RNG is left as it was)."""
+def random_vae(
+    config: VoxCPM2Config, seed: int = 0, make_vae: Callable[[VoxCPM2Config], AudioVAE] | None = None
+) -> AudioVAE:
+    """An AudioVAE (`make_vae(config)`, VoxCPM2's by default) with its default initialisation drawn from
+    `seed` (the global RNG is left as it was)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config)).eval()
+        if make_vae is None:
+            return AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config)).eval()
+        return make_vae(config).eval()
 
 
 def write_safetensors(path: Path, shapes: dict[str, torch.Size], dtype: torch.dtype, tensors) -> None:
@@ -81,18 +89,25 @@ def write_safetensors(path: Path, shapes: dict[str, torch.Size], dtype: torch.dt
             f.write(tensor.contiguous().reshape(-1).view(torch.uint8).numpy().data)
 
 
-def write_random_checkpoint(out_dir: str | os.PathLike, size: Size = "tiny", seed: int = 0) -> Path:
-    """A complete checkpoint directory (config.json, model.safetensors, audiovae.pth with weight-norm
-    pairs under "state_dict", tokenizer files) with random weights; tiny is float32, full bfloat16."""
+def write_random_checkpoint(
+    out_dir: str | os.PathLike, size: Size = "tiny", seed: int = 0, arch: str = "voxcpm2"
+) -> Path:
+    """A complete checkpoint directory of `arch` (config.json, model.safetensors, audiovae.pth with
+    weight-norm pairs under "state_dict", tokenizer files) with random weights; tiny is float32, full
+    bfloat16."""
+    from polyvox.models.architectures import config_for_arch, model_class
     from polyvox.models.voxcpm2.tokenizer import build_test_tokenizer
 
-    config = config_for(size)
+    config = config_for_arch(arch, size)
+    model = model_class(arch)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     config.to_json(out / "config.json")
     partial = out / "model.safetensors.partial"
-    write_safetensors(partial, lm_shapes(config), config.torch_dtype, random_lm_tensors(config, seed))
+    tensors = random_lm_tensors(config, seed, lm_class=model.lm_class)
+    write_safetensors(partial, lm_shapes(config, model.lm_class), config.torch_dtype, tensors)
     partial.replace(out / "model.safetensors")
-    torch.save({"state_dict": random_vae(config, seed).official_state_dict()}, out / "audiovae.pth")
+    vae = random_vae(config, seed, model.make_vae)
+    torch.save({"state_dict": vae.official_state_dict()}, out / "audiovae.pth")
     build_test_tokenizer(out, config.lm_config.vocab_size)
     return out
