@@ -15,6 +15,7 @@ Stream 0's bytes are decoded at the end and their duration checked against the c
 
     python bench/encode_bench.py --threads 1,2 --json encode.json
     python bench/encode_bench.py --dry-run
+    py-spy record --gil -f raw -o gil.txt -- python bench/encode_bench.py --direct-only --formats mp3
 """
 
 from __future__ import annotations
@@ -204,6 +205,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=5.0, help="measuring window per format and pool")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before the window opens")
     parser.add_argument("--dry-run", action="store_true", help="4 streams, short windows: checks it runs")
+    parser.add_argument(
+        "--direct-only",
+        action="store_true",
+        help="only the plain loop on this thread, for a sampling profiler (py-spy --gil: the share of an "
+        "encode that holds the interpreter lock)",
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     if args.dry_run:
@@ -216,13 +223,17 @@ def main(argv: list[str] | None = None) -> int:
     formats = args.formats.split(",")
     threads = [int(t) for t in args.threads.split(",")]
     runs: list[Run] = []
-    print(
-        f"{'format':>6} {'threads':>7} {'chunks/s':>9} {'streams@RT':>10} {'256?':>5} {'cores':>5} "
-        f"{'cpu ms/chunk':>12} {'cores@256':>9} {'lag p50/max ms':>15} {'direct/s':>9}",
-        flush=True,
-    )
+    if not args.direct_only:
+        print(
+            f"{'format':>6} {'threads':>7} {'chunks/s':>9} {'streams@RT':>10} {'256?':>5} {'cores':>5} "
+            f"{'cpu ms/chunk':>12} {'cores@256':>9} {'lag p50/max ms':>15} {'direct/s':>9}",
+            flush=True,
+        )
     for fmt in formats:
         direct = direct_rate(fmt, args.streams, engine_chunks(64), args.seconds)
+        if args.direct_only:
+            print(f"{fmt:>6} direct {direct:.0f} chunks/s", flush=True)
+            continue
         for count in threads:
             run = asyncio.run(measure(fmt, count, args.streams, args.seconds, args.warmup, direct))
             runs.append(run)
