@@ -99,7 +99,8 @@ class BatchingCore:
             raise ValueError(f"the prompt ({prompt.tokens.shape[0]} positions) leaves no room to generate")
         if params.max_len > room:
             params = dataclasses.replace(params, max_len=room, min_len=min(params.min_len, room))
-        seq = Sequence(prompt, params, self.config.kv_block_size, request_id)
+        adapter = self.runner.acquire_adapter(params.adapter) if params.adapter else None
+        seq = Sequence(prompt, params, self.config.kv_block_size, request_id, adapter)
         self.scheduler.add(seq)
         self.sequences[seq.seq_id] = seq
         return seq

@@ -24,6 +24,8 @@ from polyvox.batching.scheduler import ScheduledChunk
 from polyvox.batching.sequence import Sequence
 from polyvox.batching.vae_graphs import VAEDecodeGraphs
 from polyvox.batching.vae_state_pool import VAEStatePool
+from polyvox.models.lora.bank import AdapterUse
+from polyvox.models.lora.files import AdapterError
 from polyvox.models.voxcpm2.attention import AttentionMetadata, compare_backends, use_backend
 from polyvox.models.voxcpm2.audio_vae import AudioVAE
 from polyvox.models.voxcpm2.config import LMConfig, VoxCPM2Config
@@ -211,6 +213,7 @@ class ModelRunner:
             self._meta(chunks),
             self.base_kv,
             self.res_kv,
+            self._adapters([c.seq for c in chunks]),
         )
         for i, c in enumerate(chunks):
             if c.completes:
@@ -218,6 +221,14 @@ class ModelRunner:
 
     def _advance(self, chunks: list[ScheduledChunk]) -> None:
         patches = torch.stack([c.seq.patches[-1] for c in chunks]).to(self.device, self.dtype)
+        adapters = self._adapters([c.seq for c in chunks])
+        if adapters is not None:  # the graphs hold the base model only
+            lm_hidden, res_hidden = self.lm.advance(
+                patches, self._meta(chunks), self.base_kv, self.res_kv, adapters
+            )
+            for i, c in enumerate(chunks):
+                c.seq.lm_hidden, c.seq.residual_hidden = lm_hidden[i], res_hidden[i]
+            return
         out = None
         if self.advance_graphs is not None:  # None back: run eagerly (see cuda_graph.GraphSet)
             out = self.advance_graphs(patches, [c.start for c in chunks], [c.seq.block_table for c in chunks])
@@ -233,9 +244,10 @@ class ModelRunner:
         noise = torch.cat([s.next_noise(self.feat_dim, self.patch_size) * s.params.temperature for s in seqs])
         noise = to_device(noise, self.device, self.dtype)
         cfg = device_tensor([s.params.cfg_value for s in seqs], self.dtype, self.device)
+        adapters = self._adapters(seqs)
         with self._phase("dit"):
-            patches = self._solve(seqs, lm_hidden, res_hidden, prev, noise, cfg)
-        stops = self.lm.stop_logits(lm_hidden).argmax(dim=-1)  # read after the decode is queued
+            patches = self._solve(seqs, lm_hidden, res_hidden, prev, noise, cfg, adapters)
+        stops = self.lm.stop_logits(lm_hidden, adapters).argmax(dim=-1)  # read after the decode is queued
         if self.config.decode_audio:
             with self._phase("vae"):
                 audio = self._decode_audio(seqs, patches).cpu().numpy()
@@ -252,21 +264,37 @@ class ModelRunner:
         prev: torch.Tensor,
         noise: torch.Tensor,
         cfg: torch.Tensor,
+        adapters: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The LocDiT CFM solve, one call per distinct `inference_timesteps` among the sequences."""
         groups = sorted({s.params.inference_timesteps for s in seqs})
         if len(groups) == 1:
-            return self._decode_patch(lm_hidden, res_hidden, prev, noise, cfg, groups[0])
+            return self._decode_patch(lm_hidden, res_hidden, prev, noise, cfg, groups[0], adapters=adapters)
         patches = torch.empty(len(seqs), self.patch_size, self.feat_dim, device=self.device, dtype=self.dtype)
         for steps in groups:
             idx = [i for i, s in enumerate(seqs) if s.params.inference_timesteps == steps]
             rows = device_tensor(idx, torch.long, self.device)
             args = (lm_hidden[rows], res_hidden[rows], prev[rows], noise[rows], cfg[rows])
-            patches[rows] = self._decode_patch(*args, steps)
+            patches[rows] = self._decode_patch(
+                *args, steps, adapters=None if adapters is None else adapters[rows]
+            )
         return patches
 
-    def _decode_patch(self, *args: Any) -> torch.Tensor:
+    def _decode_patch(self, *args: Any, adapters: torch.Tensor | None = None) -> torch.Tensor:
+        if adapters is not None:  # the graphs hold the base model only
+            return self.lm.decode_patch(*args, adapters)
         return self.graphs.decode_patch(*args) if self.graphs is not None else self.lm.decode_patch(*args)
+
+    def _adapters(self, seqs: list[Sequence]) -> torch.Tensor | None:
+        """Each sequence's LoRA adapter slot, or None when none of them has an adapter."""
+        slots = [s.adapter_slot for s in seqs]
+        return device_tensor(slots, torch.long, self.device) if any(slots) else None
+
+    def acquire_adapter(self, name: str) -> AdapterUse:
+        """Pin adapter `name` in a device slot for a new sequence (loading it there if it is not)."""
+        if self.lm.lora is None or name not in self.lm.lora:
+            raise AdapterError(name, "no such adapter is loaded")
+        return self.lm.lora.acquire(name)
 
     def _decode_audio(self, seqs: list[Sequence], patches: torch.Tensor) -> torch.Tensor:
         pool = self.vae_pool
@@ -299,3 +327,6 @@ class ModelRunner:
         if seq.vae_slot is not None:
             self.vae_pool.release(seq.vae_slot)
             seq.vae_slot = None
+        if seq.adapter is not None and self.lm.lora is not None:
+            self.lm.lora.release(seq.adapter)
+            seq.adapter = None

@@ -11,6 +11,8 @@ from typing import Protocol
 
 import torch
 
+from polyvox.models.lora.bank import AdapterUse
+
 
 class PromptLike(Protocol):
     """What the engine reads of a built prompt (models/voxcpm2/prompt.py's `Prompt`)."""
@@ -38,6 +40,7 @@ class SamplingParams:
     seed: int | None = None
     min_len: int = 2
     max_len: int = 2000
+    adapter: str | None = None  # a registered LoRA adapter's name
 
     def __post_init__(self) -> None:
         if self.max_len < 1:
@@ -56,12 +59,20 @@ class Sequence:
 
     _ids = itertools.count()
 
-    def __init__(self, prompt: PromptLike, params: SamplingParams, block_size: int, request_id: str = ""):
+    def __init__(
+        self,
+        prompt: PromptLike,
+        params: SamplingParams,
+        block_size: int,
+        request_id: str = "",
+        adapter: AdapterUse | None = None,
+    ):
         self.seq_id = next(Sequence._ids)
         self.request_id = request_id or str(self.seq_id)
         self.status = SequenceStatus.WAITING
         self.params = params
         self.block_size = block_size
+        self.adapter = adapter  # its LoRA slot, held until it finishes
         self.tokens = prompt.tokens.detach().to("cpu", torch.long).reshape(-1)
         self.text_mask = prompt.text_mask.detach().to("cpu", torch.float32).reshape(-1)
         self.audio_mask = prompt.audio_mask.detach().to("cpu", torch.float32).reshape(-1)
@@ -100,6 +111,10 @@ class Sequence:
         return len(self.patches) * patch_s - (now - self.first_output_at)
 
     @property
+    def adapter_slot(self) -> int:
+        return self.adapter.slot if self.adapter is not None else 0
+
+    @property
     def prev_patch(self) -> torch.Tensor:
         """The DiT's conditioning patch: the last generated one, else the prompt's last position."""
         return self.patches[-1] if self.patches else self.feats[-1]
@@ -109,8 +124,9 @@ class Sequence:
         return torch.randn((1, feat_dim, patch_size), generator=self.generator)
 
     def _prompt_block_hashes(self) -> list[bytes]:
-        """Hash chain over the prompt's full blocks: token ids, masks and audio-feature bytes."""
-        hashes, prev = [], b""
+        """Hash chain over the prompt's full blocks: token ids, masks and audio-feature bytes, after the
+        adapter's digest (an adapter changes the K/V of the same prompt)."""
+        hashes, prev = [], self.adapter.digest if self.adapter is not None else b""
         bs = self.block_size
         for start in range(0, self.num_prompt_tokens - bs + 1, bs):
             h = hashlib.blake2b(prev, digest_size=16)

@@ -33,13 +33,15 @@ def generate_latents(
     generator: torch.Generator | None = None,
     noise: torch.Tensor | None = None,
     max_len_ratio: float | None = None,
+    adapter_slot: int | None = None,
 ) -> Iterator[torch.Tensor]:
     """Yield the generated latent patches `[P, D]` one at a time.
 
     Noise is standard normal `[1, D, P]` per patch, drawn in order from `generator` (or a CPU
     generator seeded with `seed`), or taken from `noise [T, D, P]`; it is scaled by `temperature`.
     Generation stops after patch `i` when `i > min_len` and the stop head says so, or at
-    `max_len` (capped by the text length when `max_len_ratio` is given).
+    `max_len` (capped by the text length when `max_len_ratio` is given). `adapter_slot`: the slot of a
+    resident LoRA adapter in `model.lora` to speak with.
     """
     if max_len_ratio is not None:
         max_len = capped_max_len(prompt, max_len, max_len_ratio)
@@ -57,6 +59,7 @@ def generate_latents(
     table = [list(range(num_blocks))]
     base_kv, res_kv = model.make_kv_caches(num_blocks, BLOCK_SIZE)
     meta = AttentionMetadata.build([0], [n_prompt], table, BLOCK_SIZE, device)
+    adapters = None if adapter_slot is None else torch.tensor([adapter_slot], device=device)
     lm_hidden, residual_hidden = model.prefill(
         prompt.tokens.to(device),
         prompt.text_mask.to(device),
@@ -65,19 +68,22 @@ def generate_latents(
         meta,
         base_kv,
         res_kv,
+        adapters,
     )
     prev_patch = prompt.prev_patch.to(device, dtype).unsqueeze(0)
     cfg = torch.tensor([cfg_value], device=device)
     for i in range(max_len):
         z = noise[i].unsqueeze(0) if noise is not None else torch.randn((1, *shape), generator=generator)
         z = (z * temperature).to(device, dtype)
-        patch = model.decode_patch(lm_hidden, residual_hidden, prev_patch, z, cfg, inference_timesteps)
+        patch = model.decode_patch(
+            lm_hidden, residual_hidden, prev_patch, z, cfg, inference_timesteps, adapters
+        )
         yield patch[0]
-        stop = int(model.stop_logits(lm_hidden).argmax(dim=-1)[0])
+        stop = int(model.stop_logits(lm_hidden, adapters).argmax(dim=-1)[0])
         if (i > min_len and stop == 1) or i == max_len - 1:
             return
         meta = AttentionMetadata.build([n_prompt + i], [1], table, BLOCK_SIZE, device)
-        lm_hidden, residual_hidden = model.advance(patch, meta, base_kv, res_kv)
+        lm_hidden, residual_hidden = model.advance(patch, meta, base_kv, res_kv, adapters)
         prev_patch = patch
 
 
