@@ -9,8 +9,10 @@ Capture is lazy; a failure falls back to eager execution (`cuda_graph.GraphSet`'
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
+import numpy as np
 import torch
 
 from polyvox.batching.cuda_graph import GraphMismatch, GraphSet
@@ -161,28 +163,34 @@ class AdvanceGraphs(GraphSet):
         if batch is None:
             return None
         bs = self.block_size
-        width = width_bucket(max(p // bs + 1 for p in positions))
+        pos = np.asarray(positions, dtype=np.int64)
+        width = width_bucket(int(pos.max()) // bs + 1)
         key = (batch, width)
         static = self.statics.get(key)
         if static is None:
             static = _StaticAdvance(batch, width, bs, patches.shape[1:], patches.dtype, patches.device)
             self.statics[key] = static
-        pad = batch - n
+        # rows past n, and each table's tail, point at the scratch block: built with numpy, not per row
         scratch = self.scratch_block
-        rows = [t + [scratch] * (width - len(t)) for t in tables] + [[scratch] * width] * pad
-        host = torch.tensor(
-            [
-                positions + [0] * pad,
-                [t[p // bs] * bs + p % bs for t, p in zip(tables, positions, strict=True)]
-                + [scratch * bs] * pad,
-                [p + 1 for p in positions] + [1] * pad,
-            ]
-        )
+        lens = np.fromiter(map(len, tables), dtype=np.int64, count=n)
+        host = np.empty(3 * batch + batch * width, dtype=np.int64)
+        positions_h, slots_h, context_h = host[:batch], host[batch : 2 * batch], host[2 * batch : 3 * batch]
+        rows = host[3 * batch :].reshape(batch, width)
+        rows.fill(scratch)
+        flat = itertools.chain.from_iterable(tables)
+        rows[:n][np.arange(width) < lens[:, None]] = np.fromiter(flat, np.int64, int(lens.sum()))
+        positions_h[:n], positions_h[n:] = pos, 0
+        slots_h[:n] = rows[np.arange(n), pos // bs] * bs + pos % bs
+        slots_h[n:] = scratch * bs
+        context_h[:n], context_h[n:] = pos + 1, 1
+        packed = torch.from_numpy(host)
+        if patches.device.type == "cuda":
+            packed = packed.pin_memory()  # once for the four copies below
         meta = static.meta
-        copy_from_host(meta.positions, host[0])
-        copy_from_host(meta.slot_mapping, host[1])
-        copy_from_host(meta.context_lens, host[2])
-        copy_from_host(meta.block_tables, torch.tensor(rows))
+        copy_from_host(meta.positions, packed[:batch])
+        copy_from_host(meta.slot_mapping, packed[batch : 2 * batch])
+        copy_from_host(meta.context_lens, packed[2 * batch : 3 * batch])
+        copy_from_host(meta.block_tables, packed[3 * batch :].view(batch, width))
         static.patch[:n].copy_(patches)
         if not self.capture:
             out = self.lm.advance(static.patch, meta, self.base_kv, self.res_kv)

@@ -8,14 +8,16 @@ flash-attn, when installed, takes CUDA fp16/bf16 batches (`use_backend`); it is 
 from __future__ import annotations
 
 import importlib
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .host_to_device import device_tensor
+from .host_to_device import to_device
 
 BACKENDS = ("auto", "sdpa", "flash")
 _flash: ModuleType | None = None  # the flash_attn module while it is the chosen backend
@@ -69,32 +71,43 @@ class AttentionMetadata:
         block_size: int,
         device: torch.device | str = "cpu",
     ) -> AttentionMetadata:
-        """Metadata for B sequences that had `cached_lens` tokens and now add `query_lens`."""
-        positions: list[int] = []
-        slots: list[int] = []
-        starts = [0]
-        for cached, new, table in zip(cached_lens, query_lens, block_tables, strict=True):
-            if cached + new > len(table) * block_size:
-                raise ValueError("block table too short for the sequence")
-            for pos in range(cached, cached + new):
-                positions.append(pos)
-                slots.append(table[pos // block_size] * block_size + pos % block_size)
-            starts.append(starts[-1] + new)
-        width = max(len(t) for t in block_tables)
-        tables = [list(t) + [0] * (width - len(t)) for t in block_tables]
-        context = [c + n for c, n in zip(cached_lens, query_lens, strict=True)]
+        """Metadata for B sequences that had `cached_lens` tokens and now add `query_lens`.
 
-        def tensor(values):
-            return device_tensor(values, torch.long, device)
-
+        Built with numpy, never per token or per block in Python (it runs on the host every step, for
+        every running sequence), and sent to the device as one buffer."""
+        cached = np.asarray(cached_lens, dtype=np.int64)
+        new = np.asarray(query_lens, dtype=np.int64)
+        table_lens = np.fromiter(map(len, block_tables), dtype=np.int64, count=len(block_tables))
+        batch = len(table_lens)
+        if not len(cached) == len(new) == batch:
+            raise ValueError("cached_lens, query_lens and block_tables differ in length")
+        context = cached + new
+        if (context > table_lens * block_size).any():
+            raise ValueError("block table too short for the sequence")
+        width = int(table_lens.max())
+        tables = np.zeros((batch, width), dtype=np.int64)
+        flat = itertools.chain.from_iterable(block_tables)
+        tables[np.arange(width) < table_lens[:, None]] = np.fromiter(flat, np.int64, int(table_lens.sum()))
+        starts = np.zeros(batch + 1, dtype=np.int64)
+        np.cumsum(new, out=starts[1:])
+        rows = np.repeat(np.arange(batch), new)  # the sequence of each new token
+        positions = np.arange(int(starts[-1])) - np.repeat(starts[:-1] - cached, new)
+        slots = tables[rows, positions // block_size] * block_size + positions % block_size
+        packed = to_device(
+            torch.from_numpy(np.concatenate((positions, slots, starts, context, tables.ravel()))), device
+        )
+        n = len(positions)
+        positions_t, slots_t, starts_t, context_t, tables_t = packed.split(
+            [n, n, batch + 1, batch, batch * width]
+        )
         return cls(
-            positions=tensor(positions),
-            slot_mapping=tensor(slots),
-            query_start_loc=tensor(starts),
-            context_lens=tensor(context),
-            block_tables=tensor(tables),
-            max_query_len=max(query_lens),
-            max_context_len=max(context),
+            positions=positions_t,
+            slot_mapping=slots_t,
+            query_start_loc=starts_t,
+            context_lens=context_t,
+            block_tables=tables_t.view(batch, width),
+            max_query_len=int(new.max()),
+            max_context_len=int(context.max()),
         )
 
 
