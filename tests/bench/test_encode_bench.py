@@ -1,5 +1,6 @@
-"""`bench/encode_bench.py` runs end to end (a dry run: four streams, short windows), so the encode
-table in BENCHMARKS.md can always be measured again."""
+"""The encoding benchmarks run end to end, so their tables in BENCHMARKS.md can always be measured
+again: `bench/encode_bench.py` (a dry run: four streams, short windows) and `bench/encode_served.py`
+(a real server in a child process, two listeners, one-second windows)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,14 @@ def test_encode_bench_dry_run_measures_every_format_and_its_audio_decodes_to_wha
         # stream 0's bytes, decoded, last as long as the 160 ms chunks it pushed (codec padding aside)
         assert run["encoded_s"] > 0
         assert run["decoded_s"] == pytest.approx(run["encoded_s"], abs=0.1)
+
+
+def test_encode_served_measures_what_a_served_chunk_costs_the_server(tmp_path):
+    out = tmp_path / "served.json"
+    command = [sys.executable, "bench/encode_served.py", "--formats", "pcm,mp3", "--streams", "2"]
+    command += ["--seconds", "1", "--warmup", "0.5", "--json", str(out)]
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300)
+    runs = json.loads(out.read_text())["runs"]
+    assert [run["format"] for run in runs] == ["pcm", "mp3"]
+    for run in runs:
+        assert run["chunks_per_s"] > 0 and run["server_cpu_ms_per_chunk"] > 0
