@@ -16,7 +16,7 @@ import torch
 
 from polyvox.batching.block_manager import BlockManager
 from polyvox.batching.config import BatchingConfig
-from polyvox.batching.model_runner import ModelRunner
+from polyvox.batching.model_runner import ModelRunner, StepPatches
 from polyvox.batching.scheduler import Scheduler
 from polyvox.batching.sequence import PromptLike, SamplingParams, Sequence, SequenceStatus
 from polyvox.models.voxcpm2.audio_vae import AudioVAE
@@ -120,7 +120,7 @@ class BatchingCore:
         if not chunks:
             return []
         try:
-            results = self.runner.run(chunks)
+            result = self.runner.run(chunks)
         except Exception as exc:
             # Only this step's sequences are suspect (their KV may be half written): retire them, so the
             # engine can go on with the rest.
@@ -133,36 +133,37 @@ class BatchingCore:
         for c in chunks:
             c.seq.num_computed = c.end
             self.block_manager.commit(c.seq)
-        latents = (
-            torch.stack([r.patch for r in results]).float().transpose(1, 2).cpu()
-            if results
-            else torch.empty(0)
-        )
-        outputs = []
-        for i, r in enumerate(results):
-            seq = r.seq
-            seq.patches.append(r.patch)
-            index = len(seq.patches) - 1
-            if index == 0:
-                seq.first_output_at = done_at
-            reason = None
-            if r.stop and index > seq.params.min_len:
-                reason = "stop"
-            elif len(seq.patches) >= seq.params.max_len:
-                reason = "length"
-            if reason:
-                self.scheduler.finish(seq, reason)
-                self.sequences.pop(seq.seq_id, None)
-            out = StepOutput(seq.seq_id, seq.request_id, index, latents[i], r.audio, bool(reason), reason)
-            outputs.append(out)
+        outputs = self._outputs(result, done_at) if result is not None else []
         self._steps += 1
-        self._patches += len(results)
-        self._last_batch = len(results)
+        self._patches += len(outputs)
+        self._last_batch = len(outputs)
         self._last_step_s = done_at - t0
         self._step_time += self._last_step_s
         # what a step costs lately (a moving average over every step), for the adaptive prefill policy
         last, estimate = self._last_step_s, self.scheduler.step_estimate_s
         self.scheduler.step_estimate_s = last if estimate == 0 else 0.8 * estimate + 0.2 * last
+        return outputs
+
+    def _outputs(self, result: StepPatches, done_at: float) -> list[StepOutput]:
+        """Append each row's patch to its sequence and retire the ones that stopped; one output per row
+        (row views of the step's tensors: no per-row copies)."""
+        latents = result.patches.float().transpose(1, 2).cpu().unbind(0)
+        rows = zip(result.seqs, result.patches.unbind(0), latents, result.audio, result.stops, strict=True)
+        outputs = []
+        for seq, patch, latent, audio, stop in rows:
+            seq.patches.append(patch)
+            index = len(seq.patches) - 1
+            if index == 0:
+                seq.first_output_at = done_at
+            reason = None
+            if stop and index > seq.params.min_len:
+                reason = "stop"
+            elif index + 1 >= seq.params.max_len:
+                reason = "length"
+            if reason:
+                self.scheduler.finish(seq, reason)
+                self.sequences.pop(seq.seq_id, None)
+            outputs.append(StepOutput(seq.seq_id, seq.request_id, index, latent, audio, bool(reason), reason))
         return outputs
 
     def stats(self) -> BatchingStats:

@@ -17,6 +17,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
+from polyvox.backends.errors import BackendInputError, BackendOverloaded
 from polyvox.batching.compile import compile_step_modules
 from polyvox.batching.config import BatchingConfig
 from polyvox.batching.graphs import AdvanceGraphs, DiTGraphs
@@ -24,8 +25,7 @@ from polyvox.batching.scheduler import ScheduledChunk
 from polyvox.batching.sequence import Sequence
 from polyvox.batching.vae_graphs import VAEDecodeGraphs
 from polyvox.batching.vae_state_pool import VAEStatePool
-from polyvox.models.lora.bank import AdapterUse
-from polyvox.models.lora.files import AdapterError
+from polyvox.models.lora.bank import AdapterUse, SlotsBusy
 from polyvox.models.voxcpm2.attention import AttentionMetadata, compare_backends, use_backend
 from polyvox.models.voxcpm2.audio_vae import AudioVAE
 from polyvox.models.voxcpm2.config import LMConfig, VoxCPM2Config
@@ -38,13 +38,14 @@ FLASH_TOLERANCE = 5e-2  # flash-attn vs SDPA on random fp16/bf16 inputs of unit 
 
 
 @dataclass(slots=True)
-class PatchOutput:
-    """What one sequence produced in a step: the patch latent `[P, D]`, its audio, the stop head's vote."""
+class StepPatches:
+    """What a step produced, one row per sequence whose context was complete: the patch latents
+    `[B, P, D]` (on the device), their audio `[B, samples]` (float32, on the host), the stop head's votes."""
 
-    seq: Sequence
-    patch: torch.Tensor
+    seqs: list[Sequence]
+    patches: torch.Tensor
     audio: np.ndarray
-    stop: bool
+    stops: list[bool]
 
 
 class ModelRunner:
@@ -167,17 +168,37 @@ class ModelRunner:
     # ------------------------------------------------------------------ step
 
     @torch.inference_mode()
-    def run(self, chunks: list[ScheduledChunk]) -> list[PatchOutput]:
-        decodes = [c for c in chunks if c.is_decode]
-        prefills = [c for c in chunks if not c.is_decode]
+    def run(self, chunks: list[ScheduledChunk]) -> StepPatches | None:
+        """The step's new patches (None when no sequence's context is complete yet).
+
+        The LMs give batch tensors, one row per chunk (the prefill chunks' rows first); the rows of
+        the chunks that complete their sequence's context go on to the DiT, in chunk order. No step
+        builds per-row tensors: in steady decode those rows are the advance's own, in order."""
+        is_decode = [c.is_decode for c in chunks]
+        prefills = [c for c, d in zip(chunks, is_decode, strict=True) if not d]
+        decodes = [c for c, d in zip(chunks, is_decode, strict=True) if d]
+        parts = []
         if prefills:
             with self._phase("prefill"):
-                self._prefill(prefills)
+                parts.append(self._prefill(prefills))
         if decodes:
             with self._phase("advance"):
-                self._advance(decodes)
-        ready = [c.seq for c in chunks if c.completes]
-        return self._generate(ready) if ready else []
+                parts.append(self._advance(decodes))
+        ready, rows = [], []
+        next_row = [0, len(prefills)]  # the next prefill row, the next decode row
+        for c, d in zip(chunks, is_decode, strict=True):
+            row = next_row[d]
+            next_row[d] += 1
+            if c.completes:
+                ready.append(c.seq)
+                rows.append(row)
+        if not ready:
+            return None
+        lm_hidden, res_hidden, prev = (torch.cat(p) if len(p) > 1 else p[0] for p in zip(*parts, strict=True))
+        if rows != list(range(len(chunks))):
+            index = device_tensor(rows, torch.long, self.device)
+            lm_hidden, res_hidden, prev = lm_hidden[index], res_hidden[index], prev[index]
+        return self._generate(ready, lm_hidden, res_hidden, prev)
 
     def _meta(self, chunks: list[ScheduledChunk]) -> AttentionMetadata:
         return AttentionMetadata.build(
@@ -188,7 +209,9 @@ class ModelRunner:
             self.device,
         )
 
-    def _prefill(self, chunks: list[ScheduledChunk]) -> None:
+    def _prefill(self, chunks: list[ScheduledChunk]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Each chunk's last hidden states of both LMs, and its sequence's previous patch (the DiT's
+        condition if the chunk completes its context)."""
         tokens, text_mask, audio_mask, feats = [], [], [], []
         for c in chunks:
             seq, t = c.seq, c.seq.num_prompt_tokens
@@ -215,34 +238,32 @@ class ModelRunner:
             self.res_kv,
             self._adapters([c.seq for c in chunks]),
         )
-        for i, c in enumerate(chunks):
-            if c.completes:
-                c.seq.lm_hidden, c.seq.residual_hidden = lm_hidden[i], res_hidden[i]
+        prev = torch.stack([to_device(c.seq.prev_patch, self.device, self.dtype) for c in chunks])
+        return lm_hidden, res_hidden, prev
 
-    def _advance(self, chunks: list[ScheduledChunk]) -> None:
-        patches = torch.stack([c.seq.patches[-1] for c in chunks]).to(self.device, self.dtype)
+    def _advance(self, chunks: list[ScheduledChunk]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Both LMs' hidden states after each chunk's one generated patch, and the patches fed (the
+        DiT's previous-patch condition for the rows that complete their context)."""
+        fed = [c.seq.patches[c.start - c.seq.num_prompt_tokens] for c in chunks]
+        patches = torch.stack(fed).to(self.device, self.dtype)
         adapters = self._adapters([c.seq for c in chunks])
         if adapters is not None:  # the graphs hold the base model only
             lm_hidden, res_hidden = self.lm.advance(
                 patches, self._meta(chunks), self.base_kv, self.res_kv, adapters
             )
-            for i, c in enumerate(chunks):
-                c.seq.lm_hidden, c.seq.residual_hidden = lm_hidden[i], res_hidden[i]
-            return
+            return lm_hidden, res_hidden, patches
         out = None
         if self.advance_graphs is not None:  # None back: run eagerly (see cuda_graph.GraphSet)
             out = self.advance_graphs(patches, [c.start for c in chunks], [c.seq.block_table for c in chunks])
         lm_hidden, res_hidden = out or self.lm.advance(patches, self._meta(chunks), self.base_kv, self.res_kv)
-        for i, c in enumerate(chunks):
-            c.seq.lm_hidden, c.seq.residual_hidden = lm_hidden[i], res_hidden[i]
+        return lm_hidden, res_hidden, patches
 
-    def _generate(self, seqs: list[Sequence]) -> list[PatchOutput]:
-        # every sequence here has been through the LM this step, so its hidden states are set
-        lm_hidden = torch.stack(cast("list[torch.Tensor]", [s.lm_hidden for s in seqs]))
-        res_hidden = torch.stack(cast("list[torch.Tensor]", [s.residual_hidden for s in seqs]))
-        prev = torch.stack([to_device(s.prev_patch, self.device, self.dtype) for s in seqs])
-        noise = torch.cat([s.next_noise(self.feat_dim, self.patch_size) * s.params.temperature for s in seqs])
-        noise = to_device(noise, self.device, self.dtype)
+    def _generate(
+        self, seqs: list[Sequence], lm_hidden: torch.Tensor, res_hidden: torch.Tensor, prev: torch.Tensor
+    ) -> StepPatches:
+        noise = torch.cat([s.next_noise(self.feat_dim, self.patch_size) for s in seqs])
+        temperature = torch.tensor([s.params.temperature for s in seqs]).view(-1, 1, 1)
+        noise = to_device(noise * temperature, self.device, self.dtype)
         cfg = device_tensor([s.params.cfg_value for s in seqs], self.dtype, self.device)
         adapters = self._adapters(seqs)
         with self._phase("dit"):
@@ -253,8 +274,7 @@ class ModelRunner:
                 audio = self._decode_audio(seqs, patches).cpu().numpy()
         else:
             audio = np.zeros((len(seqs), 0), dtype=np.float32)
-        votes = stops.tolist()
-        return [PatchOutput(s, patches[i], audio[i], bool(votes[i])) for i, s in enumerate(seqs)]
+        return StepPatches(seqs, patches, audio, stops.bool().tolist())
 
     def _solve(
         self,
@@ -291,10 +311,17 @@ class ModelRunner:
         return device_tensor(slots, torch.long, self.device) if any(slots) else None
 
     def acquire_adapter(self, name: str) -> AdapterUse:
-        """Pin adapter `name` in a device slot for a new sequence (loading it there if it is not)."""
+        """Pin adapter `name` in a device slot for a new sequence (loading it there if it is not).
+        BackendInputError if no such adapter is loaded; BackendOverloaded if running requests hold
+        every slot."""
         if self.lm.lora is None or name not in self.lm.lora:
-            raise AdapterError(name, "no such adapter is loaded")
-        return self.lm.lora.acquire(name)
+            raise BackendInputError(
+                f"no LoRA adapter {name!r} is loaded", param="lora", code="adapter_not_found"
+            )
+        try:
+            return self.lm.lora.acquire(name)
+        except SlotsBusy as exc:
+            raise BackendOverloaded(str(exc)) from exc
 
     def _decode_audio(self, seqs: list[Sequence], patches: torch.Tensor) -> torch.Tensor:
         pool = self.vae_pool
