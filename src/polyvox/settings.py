@@ -62,6 +62,11 @@ class Settings(BaseSettings):
     random_weights: Literal["tiny", "full"] | None = Field(
         None, description="Serve VoxCPM2 with random weights of this size (tests and benchmarks)."
     )
+    arch: Literal["voxcpm1", "voxcpm1.5", "voxcpm2"] = Field(
+        "voxcpm2",
+        description="The VoxCPM release random_weights are made of (voxcpm1 is VoxCPM-0.5B); a checkpoint's "
+        "release is read from its config.json.",
+    )
     device: str = Field("auto", description="Torch device for VoxCPM2: auto, cpu, cuda, cuda:N.")
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
         "auto", description="VoxCPM2 weight dtype; auto is bfloat16 on CUDA and float32 on CPU."

@@ -32,6 +32,7 @@ from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE
 from polyvox.engine_core.stats import combined_stats
 from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN, cfg_value_in_range
+from polyvox.models.architectures import clones_from_clip_alone, designs_voices
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.models.voxcpm2.model_source import ModelSource
 from polyvox.models.voxcpm2.prompt import Prompt
@@ -67,11 +68,12 @@ class VoxCPM2Backend(Backend):
             torch_threads=torch_threads,
         )
         self.engine: Engine = engine if engine is not None else InThreadEngine(model, self.options)
+        self.arch = model.arch  # voxcpm2, voxcpm1.5 or voxcpm1: the prompt modes it has
         self.info = BackendInfo(
-            name="voxcpm2",
+            name=self.arch,
             model_id=model_id,
             sample_rate=model.sample_rate,
-            capabilities=BackendCapabilities(cloning=True, voice_design=True),
+            capabilities=BackendCapabilities(cloning=True, voice_design=designs_voices(self.arch)),
             reference_rate=model.reference_rate,
             voices=OPENAI_VOICES,
             languages=("en", "zh"),
@@ -90,7 +92,7 @@ class VoxCPM2Backend(Backend):
         backend = cls(
             source,
             batching_config(settings),
-            model_id=spec.model_id,
+            model_id=spec.model_id(source.arch),
             cfg_value=settings.cfg_value,
             inference_timesteps=settings.inference_timesteps,
             prompt_cache_size=settings.voice_prompt_cache_size,
@@ -196,7 +198,21 @@ class VoxCPM2Backend(Backend):
             raise BackendInputError("temperature must be in (0, 10]", param="temperature")
         if request.max_patches is not None and request.max_patches < 1:
             raise BackendInputError("max_patches must be at least 1", param="max_patches")
+        if request.instructions and not self.info.capabilities.voice_design:
+            raise BackendInputError(
+                f"{self.arch} has no voice design: `instructions` cannot describe a voice on this model "
+                "(serve a VoxCPM2 checkpoint, or set instructions_mode=ignore to drop them)",
+                param="instructions",
+                code="voice_design_unsupported",
+            )
         ref = request.reference
+        if ref is not None and not ref.transcript and not clones_from_clip_alone(self.arch):
+            raise BackendInputError(
+                f"{self.arch} clones a voice only by continuing a transcribed clip: give the reference "
+                "audio's transcript (ref_text, or a voice stored with its transcript)",
+                param="ref_text",
+                code="cloning_unsupported",
+            )
         if ref is not None:
             if ref.samples.size == 0 or ref.sample_rate <= 0:
                 raise BackendInputError("the reference audio is empty", param="reference")

@@ -15,6 +15,7 @@ from polyvox.settings import Settings
 class ModelSpec:
     model: str | None = None  # checkpoint directory or Hugging Face repo id
     random_weights: str | None = None  # or random weights of this size
+    arch: str = "voxcpm2"  # the release random weights are made of (a checkpoint's is read from it)
     device: str = "auto"
     dtype: str = "auto"
 
@@ -23,13 +24,21 @@ class ModelSpec:
         device = settings.device
         if settings.model:
             return cls(model=settings.model, device=device, dtype=settings.dtype)
-        return cls(random_weights=settings.random_weights or "tiny", device=device, dtype=settings.dtype)
+        return cls(
+            random_weights=settings.random_weights or "tiny",
+            arch=settings.arch,
+            device=device,
+            dtype=settings.dtype,
+        )
 
-    @property
-    def model_id(self) -> str:
-        return "voxcpm2" if self.model else f"voxcpm2-random-{self.random_weights}"
+    def model_id(self, arch: str) -> str:
+        """What `/v1/models` calls the model: a checkpoint's release (`arch`, read from its config),
+        or `ARCH-random-SIZE`."""
+        return arch if self.model else f"{self.arch}-random-{self.random_weights}"
 
     def source(self) -> ModelSource:
         if self.model:
             return checkpoint_source(self.model, device=self.device, dtype=self.dtype)
-        return random_source(self.random_weights or "tiny", device=self.device, dtype=self.dtype)
+        return random_source(
+            self.random_weights or "tiny", device=self.device, dtype=self.dtype, arch=self.arch
+        )

@@ -13,6 +13,7 @@ from polyvox.backends.base import ReferenceAudio, SynthesisRequest
 from polyvox.backends.errors import BackendInputError
 from polyvox.batching.sequence import SamplingParams
 from polyvox.engine_core.prompt_cache import VoicePromptCache
+from polyvox.models.architectures import clones_from_clip_alone
 from polyvox.models.voxcpm2.generate import capped_max_len
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.models.voxcpm2.prompt import Prompt
@@ -97,7 +98,9 @@ class PromptBuilder:
         ref = request.reference
         if ref is None:
             return self.model.build_prompt(request.text, instructions=request.instructions)
-        reference = self._encode(ref, "right")
+        # VoxCPM 1.x has no reference prompt: a transcribed clip is continued (its back end refuses
+        # a clip without a transcript)
+        reference = self._encode(ref, "right") if clones_from_clip_alone(self.model.arch) else None
         if not ref.transcript:
             return self.model.build_prompt(
                 request.text, instructions=request.instructions, reference=reference

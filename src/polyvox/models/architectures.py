@@ -8,6 +8,7 @@ from typing import Any, Literal, cast, get_args
 
 from polyvox.models.voxcpm1.config import VoxCPM1Config
 from polyvox.models.voxcpm1.loaded_model import VoxCPM1, v1_config
+from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.models.voxcpm2.random_checkpoint import config_for
@@ -49,3 +50,20 @@ def parse_config(data: Mapping[str, Any]) -> VoxCPM2Config:
 def arch_of(config: VoxCPM2Config) -> Arch:
     return config.variant if isinstance(config, VoxCPM1Config) else "voxcpm2"
 
+
+def vae_config(config: VoxCPM2Config) -> AudioVAEConfig:
+    """The AudioVAE of `config`'s release: its input (reference) and output rates, its shape."""
+    if isinstance(config, VoxCPM1Config):
+        return config.vae_config
+    return AudioVAEConfig.from_dict(config.audio_vae_config)
+
+
+def designs_voices(arch: str) -> bool:
+    """Whether `instructions` can describe the voice (voice design): VoxCPM2 only."""
+    return check_arch(arch) == "voxcpm2"
+
+
+def clones_from_clip_alone(arch: str) -> bool:
+    """Whether a reference clip clones a voice without its transcript (VoxCPM2's reference prompt);
+    VoxCPM 1.x clones only by continuing a transcribed clip."""
+    return check_arch(arch) == "voxcpm2"

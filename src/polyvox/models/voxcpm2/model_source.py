@@ -1,7 +1,8 @@
-"""`ModelSource`: a VoxCPM2 model the server will load, known before it loads. A checkpoint is checked
+"""`ModelSource`: a VoxCPM model the server will load, known before it loads. A checkpoint is checked
 at once (its files, config and the LM's tensor names and shapes from the safetensors header) so a
 broken one fails before the server listens; downloading and loading the weights then run in the
-background while `/ready` answers 503."""
+background while `/ready` answers 503. The release (`arch`: voxcpm1, voxcpm1.5 or voxcpm2) is read
+from the checkpoint's config.json, or named for random weights."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from pydantic import ValidationError
 
-from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
+from polyvox.models.architectures import arch_of, config_for_arch, model_class, parse_config, vae_config
 from polyvox.models.voxcpm2.checkpoint import (
     CheckpointError,
     download_checkpoint,
@@ -30,18 +31,19 @@ from polyvox.startup import stage
 @dataclass(frozen=True)
 class ModelSource:
     """What the model will be (device, dtype, output rate, the AudioVAE's input rate that reference
-    clips are encoded at) and how to load it (`load`, slow)."""
+    clips are encoded at, the release) and how to load it (`load`, slow)."""
 
     device: torch.device
     dtype: torch.dtype
     sample_rate: int
     reference_rate: int
     load: Callable[[], VoxCPM2]
+    arch: str = "voxcpm2"
 
 
 def _rates(config: VoxCPM2Config) -> tuple[int, int]:
     """(output rate, reference rate): the AudioVAE's output and input sample rates."""
-    vae = AudioVAEConfig.from_dict(config.audio_vae_config)
+    vae = vae_config(config)
     return vae.out_sample_rate, vae.sample_rate
 
 
@@ -53,31 +55,32 @@ def checkpoint_source(
     resolved_device = resolve_device(device)
     resolved_dtype = resolve_dtype(dtype, resolved_device)
     directory = local_checkpoint(path_or_repo)
+    config_dir = directory if directory is not None else fetch_config(str(path_or_repo)).parent
+    try:
+        config = parse_config(read_config(config_dir))
+    except (ValidationError, ValueError) as exc:
+        raise CheckpointError(f"{path_or_repo}'s config.json is not a VoxCPM config: {exc}") from exc
+    model = model_class(arch_of(config))
     if directory is not None:
-        config = VoxCPM2.check(directory)
-    else:
-        config_path = fetch_config(str(path_or_repo))
-        try:
-            config = VoxCPM2Config.model_validate(read_config(config_path.parent))
-        except ValidationError as exc:
-            raise CheckpointError(f"{path_or_repo}'s config.json is not a VoxCPM2 config: {exc}") from exc
+        model.check(directory)
 
     def load() -> VoxCPM2:
         where = directory or download_checkpoint(str(path_or_repo))
-        return VoxCPM2.load(where, device=resolved_device, dtype=resolved_dtype)
+        return model.load(where, device=resolved_device, dtype=resolved_dtype)
 
-    return ModelSource(resolved_device, resolved_dtype, *_rates(config), load)
+    return ModelSource(resolved_device, resolved_dtype, *_rates(config), load, arch_of(config))
 
 
-def random_source(size: str, device: str | None = "auto", dtype: str | None = "auto") -> ModelSource:
-    """Random weights of `size` (tests and benchmarks without a checkpoint), made at `load`."""
-    from polyvox.models.voxcpm2.random_checkpoint import config_for
-
+def random_source(
+    size: str, device: str | None = "auto", dtype: str | None = "auto", arch: str = "voxcpm2"
+) -> ModelSource:
+    """Random weights of `size` and `arch` (tests and benchmarks without a checkpoint), made at `load`."""
+    config = config_for_arch(arch, size)
     resolved_device = resolve_device(device)
     resolved_dtype = resolve_dtype(dtype, resolved_device)
 
     def load() -> VoxCPM2:
         with stage(f"make random {size} weights on {resolved_device}"):
-            return VoxCPM2.random(size, device=resolved_device, dtype=resolved_dtype)
+            return model_class(arch).random(size, device=resolved_device, dtype=resolved_dtype, config=config)
 
-    return ModelSource(resolved_device, resolved_dtype, *_rates(config_for(size)), load)
+    return ModelSource(resolved_device, resolved_dtype, *_rates(config), load, arch)
