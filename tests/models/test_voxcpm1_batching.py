@@ -71,3 +71,18 @@ def test_a_mixed_batch_equals_batch_1_generation_and_whole_decoding(model):
         assert audio.size == len(alone) * model.patch_samples
         assert np.abs(audio - _decoded_whole(model, prompt.context_patches, alone)).max() < ATOL
     assert core.block_manager.num_free == core.block_manager.num_blocks
+
+
+def test_a_repeated_continuation_prompt_reuses_its_cached_kv_and_speaks_the_same(model):
+    prompt = model.build_prompt(
+        "Again and again.", prompt_text="A clip ", prompt_audio=_clip(model, 0.7, 330.0)
+    )
+    params = SamplingParams(seed=5, min_len=4, max_len=4)
+    config = BatchingConfig(kv_block_size=4, num_kv_blocks=256)
+    core = BatchingCore(model.lm, model.vae, model.config, config, torch.device("cpu"), torch.float32)
+    (first,) = core.generate([prompt], [params])
+    hits = core.stats().prefix_cache_hits
+    (second,) = core.generate([prompt], [params])
+    assert core.stats().prefix_cache_hits > hits  # the prompt's full blocks came from the cache
+    assert (first[0] - second[0]).abs().max() < ATOL
+    assert np.abs(first[1] - second[1]).max() < ATOL
