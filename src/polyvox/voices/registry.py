@@ -304,9 +304,10 @@ class VoiceRegistry:
         voice_id, label = voice_id_for(name)
         self._changeable(voice_id)
         if not designs_voices(backend.info):
+            lacks = "cannot design" if backend.info.capabilities.cloning else "can do neither"
             raise VoiceUnsupported(
                 f"a voice made from a prompt is designed and then cloned by VoxCPM2; the "
-                f"{backend.info.name} engine can do neither: serve VoxCPM2 "
+                f"{backend.info.name} engine {lacks}: serve VoxCPM2 "
                 "(polyvox serve --model CHECKPOINT) to create voices from a prompt",
                 param="prompt",
                 code="voice_design_unsupported",
