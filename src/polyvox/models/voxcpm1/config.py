@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import field_validator
 
 from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
-from polyvox.models.voxcpm2.config import LMConfig, VoxCPM2Config
+from polyvox.models.voxcpm2.config import LMConfig, RopeScalingConfig, VoxCPM2Config
 
 Variant = Literal["voxcpm1", "voxcpm1.5"]
 
@@ -108,12 +108,9 @@ class VoxCPM1Config(VoxCPM2Config):
                 "num_attention_heads": 16,
                 "num_key_value_heads": 2,
                 "kv_channels": head_dim,
-                "rope_scaling": {
-                    "type": "longrope",
-                    "long_factor": factors,
-                    "short_factor": factors,
-                    "original_max_position_embeddings": 32768,
-                },
+                "rope_scaling": RopeScalingConfig(
+                    long_factor=factors, short_factor=factors, original_max_position_embeddings=32768
+                ),
             }
         )
         layers = 4 if variant == "voxcpm1" else 8
