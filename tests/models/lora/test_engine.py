@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from polyvox.backends.errors import BackendInputError
 from polyvox.batching.config import BatchingConfig
 from polyvox.batching.core import BatchingCore
 from polyvox.batching.sequence import SamplingParams
 from polyvox.models.lora.bank import SlotsBusy
-from polyvox.models.lora.files import AdapterError
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.voxcpm2.prompt import build_prompt
 
@@ -98,6 +98,33 @@ def test_adapters_beyond_the_slots_are_evicted_least_recently_used(official_lm, 
 
 def test_a_request_for_an_adapter_not_loaded_is_refused(serving_lm, tiny_config, prompts):
     core = make_core(serving_lm, tiny_config)
-    with pytest.raises(AdapterError, match="'nobody': no such adapter"):
+    with pytest.raises(BackendInputError, match="no LoRA adapter 'nobody' is loaded"):
         core.add_request(prompts["plain"], params("nobody", 1))
     assert not core.has_work()
+
+
+@pytest.mark.timeout(900)  # a cold compile takes minutes on two cores
+def test_a_compiled_engine_applies_adapters_added_after_it_compiled(
+    official_lm, tiny_config, adapter_dirs, prompts
+):
+    """Compiled code runs only the hooks it was traced with: a bank made for a compiled engine hooks every
+    layer up front, so an adapter loaded after compiling still acts (same latents as eager)."""
+    from ..conftest import polyvox_twin
+
+    requests = [(prompts["clone"], params("lm_dit", 2)), (prompts["plain"], params(None, 1))]
+    eager_lm = polyvox_twin(official_lm, tiny_config)
+    eager_lm.serve_adapters(max_loaded=2, max_rank=8).register("lm_dit", adapter_dirs["lm_dit"])
+    want = [
+        latent
+        for latent, _ in make_core(eager_lm, tiny_config).generate(*map(list, zip(*requests, strict=True)))
+    ]
+
+    lm = polyvox_twin(official_lm, tiny_config)
+    bank = lm.serve_adapters(max_loaded=2, max_rank=8, hook_all=True)
+    core = make_core(lm, tiny_config, compile=True)
+    assert core.runner.compiled
+    bank.register("lm_dit", adapter_dirs["lm_dit"])  # after compiling
+    got = [latent for latent, _ in core.generate(*map(list, zip(*requests, strict=True)))]
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape
+        assert (g - w).abs().max() < TOL

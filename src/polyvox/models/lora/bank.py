@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from .files import AdapterError, AdapterFiles, read_adapter
-from .sites import Site, linear_sites, selected_sites
+from .sites import DIT_SCOPE, LM_SCOPES, Site, linear_sites, selected_sites
 from .stacked import StackedLoRA
 
 
@@ -55,9 +55,14 @@ class AdapterBank:
         max_rank: int,
         default_proj: list[str],
         shared_rows: tuple[str, ...] = (),
+        hook_all: bool = False,
     ) -> None:
         """`default_proj`: the architecture's official default projection targets; `shared_rows`: name
-        prefixes of layers computed once for a whole batch (no per-row update is possible there)."""
+        prefixes of layers computed once for a whole batch (no per-row update is possible there).
+
+        A layer's hook is added when an adapter first adapts it; `hook_all` adds every layer's at once,
+        for a model about to be compiled: compiled code runs the hooks it was traced with, and would
+        never see one added later."""
         if max_loaded < 1 or max_rank < 1:
             raise ValueError("max_loaded and max_rank must be at least 1")
         self.model = model
@@ -67,6 +72,7 @@ class AdapterBank:
         self.sites = linear_sites(model)
         self._modules = dict(model.named_modules())
         self._stacks: dict[str, StackedLoRA] = {}
+        self._hooked: set[str] = set()
         self._registered: dict[str, Adapter] = {}
         self._resident: OrderedDict[bytes, int] = OrderedDict()  # digest -> slot, least recent first
         self._pins: dict[int, int] = {}
@@ -76,6 +82,11 @@ class AdapterBank:
         slots = max_loaded + 1  # slot 0: no adapter, all zeros
         self._column_slot = torch.arange(slots, device=weight.device).repeat_interleave(max_rank)
         self._dtype = weight.dtype
+        if hook_all:
+            for site_name, site in self.sites.items():
+                in_scope = site_name.startswith((*LM_SCOPES, DIT_SCOPE)) or "." not in site_name
+                if in_scope and not site_name.startswith(shared_rows):
+                    self._hook_module(site.module)
 
     # ------------------------------------------------------------------ registry
 
@@ -208,9 +219,14 @@ class AdapterBank:
             stack = StackedLoRA(
                 module, [(start, width) for _, start, width in parts], self.max_loaded + 1, self.max_rank
             )
-            module.register_forward_hook(self._hook(stack))
             self._stacks[module_name] = stack
+            self._hook_module(module_name)
         return stack
+
+    def _hook_module(self, module_name: str) -> None:
+        if module_name not in self._hooked:
+            self._modules[module_name].register_forward_hook(self._hook(module_name))
+            self._hooked.add(module_name)
 
     def resident(self) -> list[str]:
         """Names of the adapters in device slots, least recently used first."""
@@ -241,10 +257,11 @@ class AdapterBank:
         finally:
             self._mask = previous
 
-    def _hook(self, stack: StackedLoRA):
+    def _hook(self, module_name: str):
         def add_update(module: nn.Module, args: tuple[torch.Tensor, ...], output: torch.Tensor):
             mask = self._mask
-            if mask is None:
+            stack = self._stacks.get(module_name)  # looked up here: compiled code guards on it
+            if mask is None or stack is None:
                 return None
             return output + stack.delta(args[0], mask)
 

@@ -63,8 +63,9 @@ class VoxCPM2LM(nn.Module):
         self.stop_head = nn.Linear(hidden, 2, bias=False)
         self.lora: AdapterBank | None = None
 
-    def serve_adapters(self, max_loaded: int, max_rank: int) -> AdapterBank:
-        """The model's adapter bank (made on first call): `max_loaded` device slots of rank `max_rank`."""
+    def serve_adapters(self, max_loaded: int, max_rank: int, hook_all: bool = False) -> AdapterBank:
+        """The model's adapter bank (made on first call): `max_loaded` device slots of rank `max_rank`
+        (`hook_all`: see AdapterBank)."""
         if self.lora is None:
             self.lora = AdapterBank(
                 self,
@@ -72,6 +73,7 @@ class VoxCPM2LM(nn.Module):
                 max_rank=max_rank,
                 default_proj=self.lora_default_proj,
                 shared_rows=self.lora_shared_rows,
+                hook_all=hook_all,
             )
         return self.lora
 
