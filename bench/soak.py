@@ -220,15 +220,16 @@ def sse_audio(text: str) -> bytes:
 
 async def engine_idle(http: httpx.AsyncClient, url: str) -> bool | None:
     """Whether the server's engine holds nothing (None when it has no engine gauges)."""
-    values = {}
+    values: dict[str, float] = {}
     for line in (await http.get(f"{url}/metrics")).text.splitlines():
-        name, _, value = line.partition(" ")
+        series, _, value = line.rpartition(" ")
+        name = series.partition("{")[0]  # engine series are labelled by data-parallel rank: summed
         if name in (
             "polyvox_engine_running_requests",
             "polyvox_engine_kv_blocks_used",
             "polyvox_requests_in_flight",
         ):
-            values[name] = float(value)
+            values[name] = values.get(name, 0.0) + float(value)
     if "polyvox_engine_kv_blocks_used" not in values:
         return None
     return all(v == 0 for v in values.values())

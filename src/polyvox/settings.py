@@ -265,6 +265,24 @@ class Settings(BaseSettings):
     num_kv_blocks: int | None = Field(
         None, ge=1, description="Explicit KV-cache size in blocks; unset sizes it from memory."
     )
+    engine_process: bool = Field(
+        True,
+        description="Run VoxCPM2's batching engine in a process of its own per data-parallel rank, apart "
+        "from HTTP, text and encoding (a crashed engine is restarted; the server keeps answering); off: "
+        "in a thread of the server's process.",
+    )
+    data_parallel_size: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="VoxCPM2 engines behind one server (engine_process), each with its own model copy "
+        "and KV cache: on CUDA one per GPU (cuda:0, cuda:1, ...), on the CPU all on it.",
+    )
+    devices: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="One VoxCPM2 engine per device named (comma-separated, e.g. cuda:0,cuda:1); overrides "
+        "device and data_parallel_size.",
+    )
 
     # text front end and long text
     lexicon_path: Path | None = Field(
@@ -289,7 +307,7 @@ class Settings(BaseSettings):
         description="Log lines as text, or one JSON object per line; a request's lines carry its request id.",
     )
 
-    @field_validator("api_keys", "admin_api_keys", mode="before")
+    @field_validator("api_keys", "admin_api_keys", "devices", mode="before")
     @classmethod
     def _key_list(cls, value: Any) -> Any:
         """Keys from the environment come as one comma-separated (or JSON list) string."""

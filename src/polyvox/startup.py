@@ -51,6 +51,17 @@ class StartupStages:
                 self._running.remove(name)
 
 
+    def show(self, name: str) -> None:
+        """Name a stage that runs elsewhere (an engine process, which logs it itself) until `hide`."""
+        with self._lock:
+            self._running.append(name)
+
+    def hide(self, name: str) -> None:
+        with self._lock:
+            if name in self._running:
+                self._running.remove(name)
+
+
 STAGES = StartupStages()
 
 

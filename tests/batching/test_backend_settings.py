@@ -55,10 +55,11 @@ def test_torch_threads_default_to_half_the_cores_on_cpu_and_apply_to_the_engine_
 
     import torch
 
-    backend = VoxCPM2Backend.from_settings(Settings(random_weights="tiny", device="cpu", num_kv_blocks=64))
+    tiny = {"random_weights": "tiny", "device": "cpu", "num_kv_blocks": 64, "engine_process": False}
+    backend = VoxCPM2Backend.from_settings(Settings(**tiny))
     assert backend.torch_threads == max(1, (os.cpu_count() or 1) // 2)
     monkeypatch.setenv("POLYVOX_TORCH_THREADS", "3")
-    backend = VoxCPM2Backend.from_settings(Settings(random_weights="tiny", device="cpu", num_kv_blocks=64))
+    backend = VoxCPM2Backend.from_settings(Settings(**tiny))
     assert backend.torch_threads == 3
 
     before = torch.get_num_threads()

@@ -144,7 +144,7 @@ def test_cloning_from_a_reference_and_reusing_it_hits_the_prefix_cache(model):
 
 
 def _metric(text: str, name: str) -> float:
-    line = next(line for line in text.splitlines() if line.startswith(name + " "))
+    line = next(line for line in text.splitlines() if line.startswith(name + '{rank="0"} '))
     return float(line.split()[1])
 
 

@@ -7,8 +7,8 @@ caching happen above this contract, identically for every engine.
 
 What a back end can do is declared, never probed: `BackendInfo.capabilities` says whether it clones,
 designs voices and changes speed itself; the optional parts of the contract (batching statistics,
-the voice prompt cache's counters, the lexicon, the back end that speaks text as written) are
-methods with defaults here, which a back end that has them overrides.
+the engine's data-parallel ranks, the voice prompt cache's counters, the lexicon, the back end that
+speaks text as written) are methods with defaults here, which a back end that has them overrides.
 """
 
 from __future__ import annotations
@@ -85,6 +85,19 @@ class PromptCacheStats:
     hits: int = 0
 
 
+@dataclass(frozen=True)
+class EngineRank:
+    """One data-parallel rank of a batching engine, as `/ready` and `/metrics` see it: whether it is up,
+    its counters (None while down), its restarts and the requests routed to it, by why it was chosen
+    (the rank that last served the request's voice prompt, or the least loaded one)."""
+
+    up: bool
+    stats: BatchingStats | None
+    restarts: int = 0
+    routed_by_affinity: int = 0
+    routed_by_load: int = 0
+
+
 @dataclass
 class BackendInfo:
     """What the server needs to know about an engine to shape requests and answer /v1/models.
@@ -146,6 +159,12 @@ class Backend(Protocol):
     def prompt_cache_stats(self) -> PromptCacheStats:
         """Voice prompts encoded and reused; zeros for a back end without a prompt cache."""
         return PromptCacheStats()
+
+    def engine_ranks(self) -> list[EngineRank]:
+        """The batching engine's data-parallel ranks (one when it runs in-thread); none for a back end
+        that does not batch."""
+        stats = self.stats()
+        return [EngineRank(self.ready, stats)] if stats is not None else []
 
     @property
     def lexicon(self) -> Lexicon | None:

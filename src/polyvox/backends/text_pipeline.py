@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from polyvox.backends.base import AudioStream, Backend, PromptCacheStats, SynthesisRequest
+from polyvox.backends.base import AudioStream, Backend, EngineRank, PromptCacheStats, SynthesisRequest
 from polyvox.backends.errors import BackendInputError
 from polyvox.backends.fair_queue import Listener, Place, listening
 from polyvox.text.frontend import TextFrontend
@@ -80,6 +80,9 @@ class TextPipeline(Backend):
 
     def prompt_cache_stats(self) -> PromptCacheStats:
         return self.inner.prompt_cache_stats()
+
+    def engine_ranks(self) -> list[EngineRank]:
+        return self.inner.engine_ranks()
 
     @property
     def lexicon(self) -> Lexicon | None:

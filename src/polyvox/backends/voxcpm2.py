@@ -19,6 +19,7 @@ from polyvox.backends.base import (
     Backend,
     BackendCapabilities,
     BackendInfo,
+    EngineRank,
     PromptCacheStats,
     SynthesisRequest,
 )
@@ -37,6 +38,7 @@ from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.models.voxcpm2.model_source import ModelSource
 from polyvox.models.voxcpm2.prompt import Prompt
 from polyvox.settings import Settings
+from polyvox.startup import StartupError
 
 MAX_REFERENCE_SECONDS = 60.0
 
@@ -98,6 +100,13 @@ class VoxCPM2Backend(Backend):
             prompt_cache_size=settings.voice_prompt_cache_size,
             torch_threads=threads,
         )
+        if settings.engine_process:
+            from polyvox.engine_core.data_parallel import DataParallelEngine
+
+            logging_setup = (settings.log_level, settings.log_format)
+            backend.engine = DataParallelEngine(spec.ranks(settings), backend.options, logging_setup)
+        elif len(spec.ranks(settings)) > 1:
+            raise StartupError("data parallel (data_parallel_size, devices) needs engine_process on")
         return backend
 
     # ------------------------------------------------------------------ what it was built with
@@ -169,16 +178,13 @@ class VoxCPM2Backend(Backend):
     def ready(self) -> bool:
         return self.engine.ready
 
-    def ranks_up(self) -> list[bool]:
-        return self.engine.ranks_up()
-
     def stats(self) -> BatchingStats | None:
         """The batching engine's counters (running, waiting, KV blocks, prefix hits, step time...), summed
         over the data-parallel ranks that are up."""
-        return combined_stats(self.engine.stats())
+        return combined_stats([rank.stats for rank in self.engine.ranks()])
 
-    def rank_stats(self) -> list[BatchingStats | None]:
-        return self.engine.stats()
+    def engine_ranks(self) -> list[EngineRank]:
+        return self.engine.ranks()
 
     def prompt_cache_stats(self) -> PromptCacheStats:
         return self.engine.prompt_cache_stats()

@@ -8,8 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from polyvox.backends.base import PromptCacheStats, SynthesisRequest
-from polyvox.batching.core import BatchingStats
+from polyvox.backends.base import EngineRank, PromptCacheStats, SynthesisRequest
 
 
 class Engine(Protocol):
@@ -22,12 +21,8 @@ class Engine(Protocol):
         """Some rank can take a request."""
         ...
 
-    def ranks_up(self) -> list[bool]:
-        """Per rank: started and serving."""
-        ...
-
-    def stats(self) -> list[BatchingStats | None]:
-        """Per rank: its batching counters (None while it is down)."""
+    def ranks(self) -> list[EngineRank]:
+        """Per rank: up or not, its batching counters, restarts and routing."""
         ...
 
     def prompt_cache_stats(self) -> PromptCacheStats: ...

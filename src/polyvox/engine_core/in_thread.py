@@ -9,10 +9,9 @@ from collections.abc import AsyncGenerator
 import numpy as np
 import torch
 
-from polyvox.backends.base import PromptCacheStats, SynthesisRequest
+from polyvox.backends.base import EngineRank, PromptCacheStats, SynthesisRequest
 from polyvox.backends.errors import BackendError
 from polyvox.batching.async_core import AsyncBatchingCore, BatchingCoreDead
-from polyvox.batching.core import BatchingStats
 from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.prompts import PromptBuilder
 from polyvox.engine_core.worker import EngineWorker
@@ -58,11 +57,8 @@ class InThreadEngine:
     def ready(self) -> bool:
         return self.step_loop is not None and self.step_loop.running
 
-    def ranks_up(self) -> list[bool]:
-        return [self.ready]
-
-    def stats(self) -> list[BatchingStats | None]:
-        return [self.step_loop.stats() if self.step_loop is not None else None]
+    def ranks(self) -> list[EngineRank]:
+        return [EngineRank(self.ready, self.step_loop.stats() if self.step_loop is not None else None)]
 
     def prompt_cache_stats(self) -> PromptCacheStats:
         return self.prompts.prompt_cache.stats() if self.prompts is not None else PromptCacheStats()

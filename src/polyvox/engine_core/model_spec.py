@@ -5,8 +5,10 @@ checkpoint before listening, the engine process to load the weights."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
+from polyvox.models.voxcpm2.checkpoint import resolve_device
 from polyvox.models.voxcpm2.model_source import ModelSource, checkpoint_source, random_source
 from polyvox.settings import Settings
 
@@ -21,7 +23,8 @@ class ModelSpec:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ModelSpec:
-        device = settings.device
+        devices = settings.devices
+        device = devices[0] if devices else settings.device
         if settings.model:
             return cls(model=settings.model, device=device, dtype=settings.dtype)
         return cls(
@@ -42,3 +45,14 @@ class ModelSpec:
         return random_source(
             self.random_weights or "tiny", device=self.device, dtype=self.dtype, arch=self.arch
         )
+
+    def ranks(self, settings: Settings) -> list[ModelSpec]:
+        """One spec per data-parallel rank: the `devices` named, or `data_parallel_size` ranks on this
+        spec's device (CUDA: cuda:0, cuda:1, ...; the CPU: all on it)."""
+        if settings.devices:
+            return [dataclasses.replace(self, device=d) for d in settings.devices]
+        size = settings.data_parallel_size
+        device = str(resolve_device(self.device))
+        if size > 1 and device.startswith("cuda"):
+            return [dataclasses.replace(self, device=f"cuda:{rank}") for rank in range(size)]
+        return [dataclasses.replace(self, device=device) for _ in range(size)]

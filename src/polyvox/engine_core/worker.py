@@ -5,6 +5,8 @@ engine process both use it, so they make the same audio."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from polyvox.backends.base import SynthesisRequest
 from polyvox.batching.config import BatchingConfig
@@ -32,6 +34,23 @@ class EngineWorker:
             config.kv_block_size,
             model.device,
         )
+
+    def control(self, method: str, args: dict[str, Any]) -> Any:
+        """A control call from the API server (sent to every rank): `describe` answers what this engine
+        holds. KeyError for a method it does not know."""
+        calls: dict[str, Callable[..., Any]] = {"describe": self.describe}
+        if method not in calls:
+            raise KeyError(f"unknown control call {method!r}")
+        return calls[method](**args)
+
+    def describe(self) -> dict[str, Any]:
+        model = self.prompts.model
+        return {
+            "device": str(model.device),
+            "dtype": str(model.dtype).removeprefix("torch."),
+            "num_kv_blocks": self.core.block_manager.num_blocks,
+            "kv_block_size": self.config.kv_block_size,
+        }
 
     @property
     def kv_positions(self) -> int:

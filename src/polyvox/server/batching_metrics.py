@@ -1,6 +1,8 @@
-"""Prometheus view of the batching engine, read at scrape time from the back end's `stats()`:
-running and waiting requests, batch size, KV blocks, prefix-cache hits, step time and preemptions.
-Back ends that do not batch (the embedded voice) have none and export nothing here."""
+"""Prometheus view of the batching engine, read at scrape time from the back end's `engine_ranks()`,
+each series labelled by data-parallel `rank`: running and waiting requests, batch size, KV blocks,
+prefix-cache hits, step time and preemptions; whether the rank is up, its restarts and the requests
+routed to it (`reason`: affinity, to the rank that last served the voice's prompt, or load). Back ends
+that do not batch (the embedded voice) have no ranks and export nothing here."""
 
 from __future__ import annotations
 
@@ -10,6 +12,45 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from polyvox.backends.base import Backend
+from polyvox.batching.core import BatchingStats
+
+GAUGES: dict[str, str] = {
+    "running_requests": "Requests in the engine's running batch.",
+    "waiting_requests": "Requests waiting for admission to the batch.",
+    "kv_blocks_used": "KV-cache blocks held by requests.",
+    "kv_blocks_free": "KV-cache blocks free.",
+    "batch_size": "Requests that produced a patch in the last step.",
+    "batch_size_mean": "Mean requests per step since start.",
+    "step_seconds": "Duration of the last engine step.",
+    "step_seconds_mean": "Mean engine step duration since start.",
+    "prefix_cache_hit_rate": "Share of prompt blocks found in the prefix cache.",
+}
+COUNTERS: dict[str, str] = {
+    "steps": "Backend steps run.",
+    "patches": "160 ms patches generated.",
+    "preemptions": "Requests preempted under KV-cache pressure.",
+    "prefix_cache_queries": "Prompt blocks looked up in the prefix cache.",
+    "prefix_cache_hits": "Prompt blocks found in the prefix cache.",
+}
+
+
+def _values(stats: BatchingStats) -> dict[str, float]:
+    return {
+        "running_requests": stats.running,
+        "waiting_requests": stats.waiting,
+        "kv_blocks_used": stats.kv_blocks_used,
+        "kv_blocks_free": stats.kv_blocks_free,
+        "batch_size": stats.last_batch_size,
+        "batch_size_mean": stats.mean_batch_size,
+        "step_seconds": stats.last_step_s,
+        "step_seconds_mean": stats.mean_step_s,
+        "prefix_cache_hit_rate": stats.prefix_cache_hit_rate,
+        "steps": stats.steps,
+        "patches": stats.patches,
+        "preemptions": stats.preemptions,
+        "prefix_cache_queries": stats.prefix_cache_queries,
+        "prefix_cache_hits": stats.prefix_cache_hits,
+    }
 
 
 class BatchingStatsCollector(Collector):
@@ -17,34 +58,40 @@ class BatchingStatsCollector(Collector):
         self.backend = backend
 
     def collect(self) -> Iterator[Metric]:
-        stats = self.backend.stats()
-        if stats is None:
+        ranks = self.backend.engine_ranks()
+        if not ranks:
             return
+        up = GaugeMetricFamily("polyvox_engine_up", "1 while the engine rank serves.", labels=["rank"])
+        restarts = CounterMetricFamily(
+            "polyvox_engine_rank_restarts", "Times the engine rank's process was restarted.", labels=["rank"]
+        )
+        routed = CounterMetricFamily(
+            "polyvox_engine_routed_requests",
+            "Requests sent to the engine rank, by why it was chosen: affinity (it last served the "
+            "request's voice prompt) or load (it was the least loaded).",
+            labels=["rank", "reason"],
+        )
         gauges = {
-            "running_requests": ("Requests in the engine's running batch.", stats.running),
-            "waiting_requests": ("Requests waiting for admission to the batch.", stats.waiting),
-            "kv_blocks_used": ("KV-cache blocks held by requests.", stats.kv_blocks_used),
-            "kv_blocks_free": ("KV-cache blocks free.", stats.kv_blocks_free),
-            "batch_size": ("Requests that produced a patch in the last step.", stats.last_batch_size),
-            "batch_size_mean": ("Mean requests per step since start.", stats.mean_batch_size),
-            "step_seconds": ("Duration of the last engine step.", stats.last_step_s),
-            "step_seconds_mean": ("Mean engine step duration since start.", stats.mean_step_s),
-            "prefix_cache_hit_rate": (
-                "Share of prompt blocks found in the prefix cache.",
-                stats.prefix_cache_hit_rate,
-            ),
+            name: GaugeMetricFamily(f"polyvox_engine_{name}", doc, labels=["rank"])
+            for name, doc in GAUGES.items()
         }
-        for name, (doc, value) in gauges.items():
-            yield GaugeMetricFamily(f"polyvox_engine_{name}", doc, value=value)
         counters = {
-            "steps": ("Backend steps run.", stats.steps),
-            "patches": ("160 ms patches generated.", stats.patches),
-            "preemptions": ("Requests preempted under KV-cache pressure.", stats.preemptions),
-            "prefix_cache_queries": (
-                "Prompt blocks looked up in the prefix cache.",
-                stats.prefix_cache_queries,
-            ),
-            "prefix_cache_hits": ("Prompt blocks found in the prefix cache.", stats.prefix_cache_hits),
+            name: CounterMetricFamily(f"polyvox_engine_{name}", doc, labels=["rank"])
+            for name, doc in COUNTERS.items()
         }
-        for name, (doc, value) in counters.items():
-            yield CounterMetricFamily(f"polyvox_engine_{name}", doc, value=value)
+        for rank, state in enumerate(ranks):
+            label = str(rank)
+            up.add_metric([label], 1.0 if state.up else 0.0)
+            restarts.add_metric([label], state.restarts)
+            routed.add_metric([label, "affinity"], state.routed_by_affinity)
+            routed.add_metric([label, "load"], state.routed_by_load)
+            if state.stats is None:
+                continue
+            for name, value in _values(state.stats).items():
+                family = gauges.get(name) or counters[name]
+                family.add_metric([label], value)
+        yield up
+        yield restarts
+        yield routed
+        yield from gauges.values()
+        yield from counters.values()

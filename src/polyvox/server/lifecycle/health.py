@@ -1,7 +1,9 @@
-"""Liveness (`GET|HEAD /health`), readiness (`GET /ready`, 503 until the engine is warm) and
-Prometheus metrics (`GET /metrics`)."""
+"""Liveness (`GET|HEAD /health`), readiness (`GET /ready`, 503 until the engine is warm, "degraded"
+while some of its data-parallel ranks are down) and Prometheus metrics (`GET /metrics`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -24,8 +26,10 @@ async def health() -> dict[str, str]:
 
 
 @router.get("/ready")
-async def ready(request: Request, backend: Backend = Depends(get_backend)) -> dict[str, str]:
-    """Ready to synthesise: the engine has started and warmed up, and the server is not draining."""
+async def ready(request: Request, backend: Backend = Depends(get_backend)) -> dict[str, Any]:
+    """Ready to synthesise: the engine has started and warmed up, and the server is not draining. With
+    data-parallel engine ranks: 200 "ready" when every rank is up, 200 "degraded" naming the ranks
+    down (restarting) when some are, 503 when none is."""
     if request.app.state.lifecycle.draining:
         raise APIError(503, "the server is shutting down", code="shutting_down")
     if not backend.ready:
@@ -49,7 +53,11 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
             code="engine_not_ready",
             headers={"Retry-After": "5"},
         )
-    return {"status": "ready", "engine": backend.info.name, "model": backend.info.model_id}
+    answer: dict[str, Any] = {"status": "ready", "engine": backend.info.name, "model": backend.info.model_id}
+    down = [rank for rank, state in enumerate(backend.engine_ranks()) if not state.up]
+    if down:  # some data-parallel ranks are restarting; the others serve
+        answer.update(status="degraded", ranks_down=down)
+    return answer
 
 
 @router.get("/metrics")

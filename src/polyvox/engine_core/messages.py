@@ -1,0 +1,175 @@
+"""The messages between the API server and an engine process (msgpack through msgspec). Audio crosses as
+raw float32 PCM bytes, never as pickled tensors. A client names its requests with its own `key`s; the
+engine answers each client on the socket identity it came from, so several clients can share one."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+import numpy as np
+
+from polyvox.backends.base import PromptCacheStats, ReferenceAudio, SynthesisRequest
+from polyvox.batching.core import BatchingStats
+
+# --------------------------------------------------------------------- client -> engine
+
+
+class Reference(msgspec.Struct, frozen=True):
+    samples: bytes  # mono float32 PCM
+    sample_rate: int
+    content_hash: str
+    transcript: str | None = None
+
+    @classmethod
+    def of(cls, ref: ReferenceAudio) -> Reference:
+        samples = np.ascontiguousarray(ref.samples, dtype=np.float32).tobytes()
+        return cls(samples, ref.sample_rate, ref.content_hash, ref.transcript)
+
+    def audio(self) -> ReferenceAudio:
+        samples = np.frombuffer(self.samples, dtype=np.float32).copy()  # writable, as torch wants it
+        return ReferenceAudio(samples, self.sample_rate, self.content_hash, self.transcript)
+
+
+class Generate(msgspec.Struct, frozen=True, tag="generate"):
+    """A `SynthesisRequest`'s fields the engine uses."""
+
+    key: int
+    text: str
+    instructions: str | None = None
+    seed: int | None = None
+    cfg_value: float | None = None
+    inference_timesteps: int | None = None
+    temperature: float = 1.0
+    max_patches: int | None = None
+    min_patches: int | None = None
+    reference: Reference | None = None
+    request_id: str = ""
+
+    @classmethod
+    def of(cls, key: int, request: SynthesisRequest) -> Generate:
+        ref = request.reference
+        return cls(
+            key=key,
+            text=request.text,
+            instructions=request.instructions,
+            seed=request.seed,
+            cfg_value=request.cfg_value,
+            inference_timesteps=request.inference_timesteps,
+            temperature=request.temperature,
+            max_patches=request.max_patches,
+            min_patches=request.min_patches,
+            reference=Reference.of(ref) if ref is not None else None,
+            request_id=request.request_id,
+        )
+
+    def request(self) -> SynthesisRequest:
+        return SynthesisRequest(
+            text=self.text,
+            instructions=self.instructions,
+            seed=self.seed,
+            cfg_value=self.cfg_value,
+            inference_timesteps=self.inference_timesteps,
+            temperature=self.temperature,
+            max_patches=self.max_patches,
+            min_patches=self.min_patches,
+            reference=self.reference.audio() if self.reference is not None else None,
+            request_id=self.request_id,
+        )
+
+
+class Abort(msgspec.Struct, frozen=True, tag="abort"):
+    """The client is gone: free the request's KV blocks before the next step."""
+
+    key: int
+
+
+class Hello(msgspec.Struct, frozen=True, tag="hello"):
+    """A client connects; the engine answers with its start-up stage, then `Ready` or `StartFailed`."""
+
+
+class Shutdown(msgspec.Struct, frozen=True, tag="shutdown"):
+    """Stop now: the engine exits (the API server drained its requests first)."""
+
+
+class ControlCall(msgspec.Struct, frozen=True, tag="control"):
+    """A call on the engine's worker by name (e.g. load or unload an adapter), sent to every rank."""
+
+    call_id: int
+    method: str
+    args: dict[str, Any] = {}
+
+
+ToEngine = Generate | Abort | Hello | Shutdown | ControlCall
+
+# --------------------------------------------------------------------- engine -> client
+
+
+class Stage(msgspec.Struct, frozen=True, tag="stage"):
+    """The start-up stage running in the engine now (None: between stages)."""
+
+    name: str | None
+
+
+class Ready(msgspec.Struct, frozen=True, tag="ready"):
+    """The handshake: the engine is serving."""
+
+    pid: int
+    device: str
+    num_kv_blocks: int
+    kv_block_size: int
+
+
+class StartFailed(msgspec.Struct, frozen=True, tag="start_failed"):
+    message: str
+
+
+class Chunk(msgspec.Struct, frozen=True, array_like=True):
+    """One 160 ms patch of one request."""
+
+    key: int
+    index: int
+    finished: bool
+    audio: bytes  # mono float32 PCM at the model's output rate
+
+
+class Outputs(msgspec.Struct, frozen=True, tag="outputs"):
+    """One step's patches for one client, with the engine's counters after it."""
+
+    chunks: list[Chunk]
+    stats: BatchingStats
+    prompts: PromptCacheStats
+
+
+class Stats(msgspec.Struct, frozen=True, tag="stats"):
+    """The engine's counters when no step reports them (idle, after an abort)."""
+
+    stats: BatchingStats
+    prompts: PromptCacheStats
+
+
+ErrorKind = Literal["input", "failed"]
+
+
+class Failed(msgspec.Struct, frozen=True, tag="failed"):
+    """A request failed: `input` (its prompt cannot be served; param and code name why, a 422) or
+    `failed` (the step running it failed; the engine goes on with the others)."""
+
+    key: int
+    kind: ErrorKind
+    message: str
+    param: str | None = None
+    code: str = "unsupported_input"
+
+
+class ControlReply(msgspec.Struct, frozen=True, tag="control_reply"):
+    call_id: int
+    result: Any = None
+    error: str | None = None
+
+
+FromEngine = Stage | Ready | StartFailed | Outputs | Stats | Failed | ControlReply
+
+to_engine = msgspec.msgpack.Decoder(ToEngine)
+from_engine = msgspec.msgpack.Decoder(FromEngine)
+encode = msgspec.msgpack.Encoder().encode

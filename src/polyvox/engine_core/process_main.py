@@ -1,0 +1,263 @@
+"""The engine process: one data-parallel rank's model, batching core and step loop, apart from the API
+server. Started with multiprocessing's "spawn" (`run`), it loads the model from a `ModelSpec` while it
+tells connected clients its start-up stage, answers `Ready`, then loops: take the messages waiting
+(blocking only when idle), apply them (an abort frees its KV blocks before the next step), step, and
+send each client its step's patches in one message.
+
+It exits by itself when the API server is gone (its parent process changes) and on `Shutdown`; it
+ignores SIGTERM and SIGINT, which a service manager may send to the whole process group: the API server
+drains first and then shuts its engines down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+import zmq
+
+from polyvox.backends.errors import BackendInputError
+from polyvox.batching.async_core import MAX_CONSECUTIVE_FAILURES
+from polyvox.batching.core import StepFailed, StepOutput
+from polyvox.engine_core import messages as m
+from polyvox.engine_core.model_spec import ModelSpec
+from polyvox.engine_core.options import WorkerOptions
+from polyvox.engine_core.worker import EngineWorker
+from polyvox.logs import LogFormat, setup_logging
+from polyvox.startup import STAGES
+
+log = logging.getLogger(__name__)
+
+IDLE_POLL_MS = 100  # how often an idle engine checks that the API server is still there
+PREPARE_THREADS = 2  # prompts built (tokenised, references encoded) alongside the step loop
+
+Peer = bytes  # a client's socket identity
+RequestKey = tuple[Peer, int]
+
+
+def run(
+    spec: ModelSpec,
+    options: WorkerOptions,
+    address: str,
+    parent_pid: int,
+    log_level: str = "warning",
+    log_format: LogFormat = "text",
+) -> None:
+    """The process's entry point (picklable arguments only)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    setup_logging(log_level, log_format)
+    context = zmq.Context()
+    socket = context.socket(zmq.ROUTER)
+    socket.setsockopt(zmq.LINGER, 1000)
+    socket.bind(address)
+    link = ClientLink(socket, parent_pid)
+    worker = link.start_up(spec, options)
+    if worker is not None:
+        EngineLoop(worker, link).run()
+    socket.close()
+    context.term()
+    sys.exit(0 if worker is not None else 1)
+
+
+class ClientLink:
+    """The engine's socket: who is connected, what they are told, and whether the API server lives."""
+
+    def __init__(self, socket: zmq.Socket, parent_pid: int) -> None:
+        self.socket = socket
+        self.parent_pid = parent_pid
+        self.peers: set[Peer] = set()
+        self.poller = zmq.Poller()
+        self.poller.register(socket, zmq.POLLIN)
+        self.greeting: m.Ready | m.StartFailed | m.Stage = m.Stage(None)
+        self.shutdown = False
+
+    def orphaned(self) -> bool:
+        return os.getppid() != self.parent_pid
+
+    def send(self, peer: Peer, message: object) -> None:
+        self.socket.send_multipart([peer, m.encode(message)], copy=False)
+
+    def broadcast(self, message: object) -> None:
+        for peer in self.peers:
+            self.send(peer, message)
+
+    def receive(self, timeout_ms: int) -> list[tuple[Peer, object]]:
+        """Every message waiting, after waiting up to `timeout_ms` for the first; hellos and shutdown
+        are handled here."""
+        received: list[tuple[Peer, object]] = []
+        if not self.poller.poll(timeout_ms):
+            return received
+        while True:
+            try:
+                peer, payload = self.socket.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return received
+            message = m.to_engine.decode(payload)
+            if isinstance(message, m.Hello):
+                self.peers.add(peer)
+                self.send(peer, self.greeting)
+            elif isinstance(message, m.Shutdown):
+                self.shutdown = True
+            else:
+                received.append((peer, message))
+
+    def start_up(self, spec: ModelSpec, options: WorkerOptions) -> EngineWorker | None:
+        """Load the model and build the worker in a thread while clients hear the stage it is in."""
+        built: Future[EngineWorker] = Future()
+
+        def build() -> None:
+            try:
+                if options.torch_threads is not None:
+                    import torch
+
+                    torch.set_num_threads(options.torch_threads)
+                model = spec.source().load()
+                built.set_result(options.worker(options.prompt_builder(model)))
+            except BaseException as exc:
+                built.set_exception(exc)
+
+        threading.Thread(target=build, name="polyvox-engine-load", daemon=True).start()
+        shown: str | None = None
+        while not built.done():
+            self.receive(IDLE_POLL_MS)
+            if self.shutdown or self.orphaned():
+                return None
+            if (current := STAGES.current) != shown:
+                shown = current
+                self.greeting = m.Stage(current)
+                self.broadcast(self.greeting)
+        try:
+            worker = built.result()
+        except Exception as exc:
+            log.error("the engine failed to start: %s: %s", type(exc).__name__, exc)
+            self.greeting = m.StartFailed(f"{type(exc).__name__}: {exc}")
+            self.broadcast(self.greeting)
+            time.sleep(0.5)  # let the message leave before the process does
+            return None
+        blocks = worker.core.block_manager.num_blocks
+        device = str(worker.prompts.model.device)
+        self.greeting = m.Ready(os.getpid(), device, blocks, worker.config.kv_block_size)
+        self.broadcast(self.greeting)
+        return worker
+
+
+class EngineLoop:
+    """The step loop: requests and aborts in, one step at a time, patches out."""
+
+    def __init__(self, worker: EngineWorker, link: ClientLink) -> None:
+        self.worker = worker
+        self.core = worker.core
+        self.link = link
+        self.prepare_pool = ThreadPoolExecutor(PREPARE_THREADS, thread_name_prefix="polyvox-prompt")
+        # prepared prompts wake the loop through this pipe (the socket poller watches it)
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
+        link.poller.register(self._wake_read, zmq.POLLIN)
+        self.preparing: dict[RequestKey, Future] = {}
+        self.seq_of: dict[RequestKey, int] = {}
+        self.key_of: dict[int, RequestKey] = {}
+        self.stats_sent = False  # whether clients have the counters as they are now
+
+    def run(self) -> None:
+        failures = 0
+        while not self.link.shutdown:
+            busy = self.core.has_work()
+            for peer, message in self.link.receive(0 if busy else IDLE_POLL_MS):
+                self.apply(peer, message)
+            self.admit_prepared()
+            if self.link.orphaned():
+                log.warning("the API server is gone: the engine exits")
+                return
+            if not self.core.has_work():
+                if not self.stats_sent:
+                    self.link.broadcast(m.Stats(self.core.stats(), self.worker.prompts.prompt_cache.stats()))
+                    self.stats_sent = True
+                continue
+            try:
+                outputs = self.core.step()
+            except StepFailed as exc:
+                failures += 1
+                if failures >= MAX_CONSECUTIVE_FAILURES:
+                    log.error("%d engine steps failed in a row: the engine exits", failures)
+                    raise
+                log.error("engine step failed; failing %d request(s): %r", len(exc.seq_ids), exc.__cause__)
+                for seq_id in exc.seq_ids:
+                    if (key := self.key_of.pop(seq_id, None)) is not None:
+                        del self.seq_of[key]
+                        self.link.send(key[0], m.Failed(key[1], "failed", str(exc)))
+                self.stats_sent = False
+                continue
+            failures = 0
+            self.publish(outputs)
+
+    def apply(self, peer: Peer, message: object) -> None:
+        if isinstance(message, m.Generate):
+            key = (peer, message.key)
+            future = self.prepare_pool.submit(self.worker.prepare, message.request())
+            self.preparing[key] = future
+            future.add_done_callback(lambda _: os.write(self._wake_write, b"."))
+        elif isinstance(message, m.Abort):
+            key = (peer, message.key)
+            if key in self.preparing:
+                self.preparing.pop(key).cancel()
+            if (seq_id := self.seq_of.pop(key, None)) is not None:
+                del self.key_of[seq_id]
+                self.core.abort(seq_id)
+                self.stats_sent = False
+        elif isinstance(message, m.ControlCall):
+            self.control(peer, message)
+
+    def admit_prepared(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.read(self._wake_read, 4096)
+        for key, future in list(self.preparing.items()):
+            if not future.done():
+                continue
+            del self.preparing[key]
+            try:
+                prompt, params = future.result()
+                seq = self.core.add_request(prompt, params, str(key[1]))
+            except BackendInputError as exc:
+                self.link.send(key[0], m.Failed(key[1], "input", exc.message, exc.param, exc.code))
+                continue
+            except Exception as exc:
+                log.exception("preparing a request failed")
+                self.link.send(key[0], m.Failed(key[1], "failed", f"{type(exc).__name__}: {exc}"))
+                continue
+            self.seq_of[key] = seq.seq_id
+            self.key_of[seq.seq_id] = key
+            self.stats_sent = False
+
+    def publish(self, outputs: list[StepOutput]) -> None:
+        by_peer: dict[Peer, list[m.Chunk]] = {}
+        for out in outputs:
+            key = self.key_of.get(out.seq_id)
+            if key is None:
+                continue
+            if out.finished:
+                del self.key_of[out.seq_id]
+                del self.seq_of[key]
+            audio = np.asarray(out.audio, dtype=np.float32).tobytes()
+            chunk = m.Chunk(key[1], out.index, out.finished, audio)
+            by_peer.setdefault(key[0], []).append(chunk)
+        stats, prompts = self.core.stats(), self.worker.prompts.prompt_cache.stats()
+        for peer in self.link.peers:
+            self.link.send(peer, m.Outputs(by_peer.get(peer, []), stats, prompts))
+        self.stats_sent = True
+
+    def control(self, peer: Peer, call: m.ControlCall) -> None:
+        """A control call runs between steps; its result (or error) goes back to the caller."""
+        try:
+            result = self.worker.control(call.method, call.args)
+        except Exception as exc:
+            self.link.send(peer, m.ControlReply(call.call_id, error=f"{type(exc).__name__}: {exc}"))
+            return
+        self.link.send(peer, m.ControlReply(call.call_id, result=result))

@@ -1,0 +1,65 @@
+"""`Router`: which data-parallel rank serves a request. The one that will serve it soonest (fewest
+requests sent to it and not finished: its running and waiting ones), unless the rank that last served
+the request's voice prompt (a reference clip's content hash, or a voice design's text) is within
+`AFFINITY_MARGIN` of that: then that rank, whose prefix cache likely still holds the prompt's blocks.
+How often affinity decided is counted, so the prefix-cache hit rate it buys can be measured."""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+
+from polyvox.backends.base import SynthesisRequest
+
+# The voice's rank is chosen while its load is at most the least load plus a quarter of it, and never
+# less than one request more: with equal loads a voice stays where its prefix is; a rank with clearly
+# more work is passed over.
+AFFINITY_MARGIN = 0.25
+AFFINITY_MIN_SLACK = 1
+REMEMBERED_VOICES = 4096
+
+
+def voice_key(request: SynthesisRequest) -> str | None:
+    """What a request's prompt shares with others of the same voice; None for a plain request."""
+    if request.reference is not None:
+        return f"clip:{request.reference.content_hash}"
+    if request.instructions and request.instructions.strip():
+        return f"design:{request.instructions.strip()}"
+    return None
+
+
+class NoRankUp(RuntimeError):
+    """Every rank is down."""
+
+
+class Router:
+    def __init__(self, ranks: int) -> None:
+        self.ranks = ranks
+        # per rank: requests sent there because it last served their voice, or because it was least loaded
+        self.by_affinity = [0] * ranks
+        self.by_load = [0] * ranks
+        self._voices: OrderedDict[str, int] = OrderedDict()
+        self._turn = itertools.count()
+
+    def choose(self, loads: list[int | None], voice: str | None) -> int:
+        """`loads[rank]`: its requests in flight, None while it is down."""
+        up = [rank for rank, load in enumerate(loads) if load is not None]
+        if not up:
+            raise NoRankUp("no engine rank is up")
+        least = min(loads[rank] or 0 for rank in up)
+        tied = [rank for rank in up if loads[rank] == least]
+        choice = tied[next(self._turn) % len(tied)]  # equal loads: take turns
+        held = self._voices.get(voice) if voice is not None else None
+        slack = max(AFFINITY_MIN_SLACK, AFFINITY_MARGIN * least)
+        if held is not None and (load := loads[held]) is not None and load <= least + slack:
+            choice = held
+        if held is not None and choice == held:
+            self.by_affinity[choice] += 1
+        else:
+            self.by_load[choice] += 1
+        if voice is not None:
+            self._voices[voice] = choice
+            self._voices.move_to_end(voice)
+            while len(self._voices) > REMEMBERED_VOICES:
+                self._voices.popitem(last=False)
+        return choice
