@@ -13,7 +13,7 @@ event loop woke from 5 ms sleeps meanwhile (its responsiveness under the load).
 `direct_chunks_per_s` is the same work called in a plain loop on one thread, without the pool.
 Stream 0's bytes are decoded at the end and their duration checked against the chunks it encoded.
 
-    python bench/encode_bench.py --threads 1,2 --json encode.json
+    python bench/encode_bench.py --threads 1,2 --lock-check --json encode.json
     python bench/encode_bench.py --dry-run
     py-spy record --gil -f raw -o gil.txt -- python bench/encode_bench.py --direct-only --formats mp3
 """
@@ -27,7 +27,9 @@ import os
 import platform
 import statistics
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
@@ -35,8 +37,10 @@ import av
 import numpy as np
 
 from polyvox.audio.decode import audio_duration
+from polyvox.audio.encode import StreamEncoder
 from polyvox.audio.formats import FORMATS
 from polyvox.audio.pipeline import OutputPipeline
+from polyvox.audio.resample import Resampler, resample_clip
 from polyvox.cores import usable_cores
 from polyvox.server.speech.encode_pool import EncodePool
 
@@ -176,6 +180,58 @@ async def measure(
     )
 
 
+def wake_lateness_beside(call: Callable[[], object], seconds: float) -> float:
+    """The latest a 1 ms sleep of this thread woke, in ms past its time, while another thread made
+    `call` over and over for `seconds`."""
+    stop = threading.Event()
+
+    def repeat() -> None:
+        while not stop.is_set():
+            call()
+
+    worker = threading.Thread(target=repeat)
+    worker.start()
+    late = 0.0
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        started = time.perf_counter()
+        time.sleep(0.001)
+        late = max(late, 1000 * (time.perf_counter() - started) - 1.0)
+    stop.set()
+    worker.join()
+    return late
+
+
+def lock_check(seconds: float = 1.0) -> list[dict]:
+    """Does a long FFmpeg or soxr call hold the interpreter lock? A thread makes the call over and over
+    while this one sleeps 1 ms at a time: a call that held the lock for its D ms would make some
+    wake-up D ms late; one that releases it leaves them within the interpreter's 5 ms switch interval."""
+    clip = speech_like(120.0, ENGINE_RATE)  # calls of tens to hundreds of ms: far above the 5 ms interval
+    served = clip[: 20 * ENGINE_RATE : 2].copy()
+    resampler = Resampler(ENGINE_RATE, SERVED_RATE)
+    encoder = StreamEncoder("mp3", SERVED_RATE)
+    calls: list[tuple[str, Callable[[], object]]] = [
+        ("soxr HQ, 120 s 48->16 kHz (voice clips)", lambda: resample_clip(clip, ENGINE_RATE, 16_000)),
+        ("PyAV swresample, 120 s 48->24 kHz (responses)", lambda: resampler.process(clip)),
+        ("PyAV libmp3lame encode, 20 s at 24 kHz", lambda: encoder.encode(served)),
+    ]
+    results = []
+    for name, call in calls:
+        started = time.perf_counter()
+        call()
+        call_ms = 1000 * (time.perf_counter() - started)
+        late_ms = wake_lateness_beside(call, max(seconds, 6 * call_ms / 1000))
+        results.append(
+            {
+                "call": name,
+                "call_ms": round(call_ms, 1),
+                "wake_late_max_ms": round(late_ms, 1),
+                "releases_lock": late_ms < call_ms / 2,
+            }
+        )
+    return results
+
+
 def machine() -> dict:
     try:
         with open("/proc/cpuinfo") as cpuinfo:
@@ -211,6 +267,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="only the plain loop on this thread, for a sampling profiler (py-spy --gil: the share of an "
         "encode that holds the interpreter lock)",
     )
+    parser.add_argument(
+        "--lock-check",
+        action="store_true",
+        help="first check that FFmpeg and soxr release the interpreter lock",
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     if args.dry_run:
@@ -223,6 +284,14 @@ def main(argv: list[str] | None = None) -> int:
     formats = args.formats.split(",")
     threads = [int(t) for t in args.threads.split(",")]
     runs: list[Run] = []
+    locks = lock_check(0.2 if args.dry_run else 1.0) if args.lock_check else []
+    for lock in locks:
+        verdict = "releases" if lock["releases_lock"] else "HOLDS"
+        print(
+            f"{lock['call']}: one call {lock['call_ms']} ms, a 1 ms sleep woke at most "
+            f"{lock['wake_late_max_ms']} ms late: {verdict} the lock",
+            flush=True,
+        )
     if not args.direct_only:
         print(
             f"{'format':>6} {'threads':>7} {'chunks/s':>9} {'streams@RT':>10} {'256?':>5} {'cores':>5} "
@@ -252,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         "engine_rate": ENGINE_RATE,
         "served_rate": SERVED_RATE,
         "chunk_s": CHUNK_S,
+        "lock_check": locks,
         "runs": [asdict(run) for run in runs],
     }
     if args.json:

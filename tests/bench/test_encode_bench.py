@@ -17,12 +17,14 @@ FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"]
 
 def test_encode_bench_dry_run_measures_every_format_and_its_audio_decodes_to_what_was_encoded(tmp_path):
     out = tmp_path / "encode.json"
-    command = [sys.executable, "bench/encode_bench.py", "--dry-run", "--threads", "1,2", "--json", str(out)]
+    command = [sys.executable, "bench/encode_bench.py", "--dry-run", "--threads", "1,2", "--lock-check"]
+    command += ["--json", str(out)]
     subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300)
     report = json.loads(out.read_text())
     assert [(run["format"], run["threads"]) for run in report["runs"]] == [
         (fmt, threads) for fmt in FORMATS for threads in (1, 2)
     ]
+    assert [check["call_ms"] > 0 for check in report["lock_check"]] == [True, True, True]
     for run in report["runs"]:
         assert run["chunks"] > 0 and run["chunks_per_s"] > 0 and run["direct_chunks_per_s"] > 0
         assert run["real_time_streams"] == int(run["chunks_per_s"] * 0.16)
