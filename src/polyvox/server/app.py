@@ -81,6 +81,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await backend.stop()
+        app.state.service.encode_pool.close()
 
 
 def create_app(settings: Settings | None = None, backend: Backend | None = None) -> FastAPI:

@@ -30,13 +30,17 @@ class EncodePool:
         if threads < 1:
             raise ValueError(f"an encode pool needs at least one thread, got {threads}")
         self.threads = threads
-        # Threads start on first use and end when the pool is collected (or at interpreter exit).
+        # Threads start on first use; they end at close(), or when the pool is collected.
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="polyvox-encode")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EncodePool:
         """The pool `settings.encode_threads` asks for: one thread per usable core when unset."""
         return cls(settings.encode_threads or usable_cores())
+
+    def close(self) -> None:
+        """Stop the threads once the work already handed over is done; calls still waiting are dropped."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def run(self, work: Callable[[*Ts], T], *args: *Ts) -> T:
         """`work(*args)` on a pool thread, after the calls already waiting. A caller cancelled before
