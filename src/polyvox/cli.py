@@ -67,6 +67,10 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         if kind is bool:
             action = argparse.BooleanOptionalAction
             group.add_argument(flag, dest=name, action=action, default=argparse.SUPPRESS, help=help_text)
+        elif isinstance(field.json_schema_extra, dict) and field.json_schema_extra.get("repeatable"):
+            group.add_argument(
+                flag, dest=name, action="append", default=argparse.SUPPRESS, metavar="VALUE", help=help_text
+            )
         else:
             metavar = name.upper() if choices is None else None
             group.add_argument(

@@ -284,6 +284,24 @@ class Settings(BaseSettings):
         "device and data_parallel_size.",
     )
 
+    # LoRA adapters (VoxCPM fine-tunes)
+    lora: Annotated[dict[str, Path], NoDecode] = Field(
+        default_factory=dict,
+        description="LoRA adapters to serve, NAME=DIR, each a directory the official fine-tuning wrote "
+        "(repeatable flag; env: comma-separated). Each is also a voice named NAME.",
+        json_schema_extra={"repeatable": True},
+    )
+    lora_max_loaded: int = Field(
+        4,
+        ge=1,
+        le=64,
+        description="LoRA adapters held on the device at once (more may be registered: the least recently "
+        "used is swapped out).",
+    )
+    lora_max_rank: int = Field(
+        32, ge=1, le=1024, description="Largest LoRA rank served; the device slots are sized by it."
+    )
+
     # text front end and long text
     lexicon_path: Path | None = Field(
         None, description="Pronunciation lexicon (JSON); the admin API saves edits there. Unset: in memory."
@@ -316,6 +334,27 @@ class Settings(BaseSettings):
             if text.startswith("["):
                 return json.loads(text)
             return [key.strip() for key in text.split(",") if key.strip()]
+        return value
+
+    @field_validator("lora", mode="before")
+    @classmethod
+    def _lora_dirs(cls, value: Any) -> Any:
+        """`NAME=DIR` pairs: repeated flags (a list), comma-separated text, or a JSON object."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("{"):
+                return json.loads(text)
+            value = text.split(",")
+        if isinstance(value, list):
+            pairs = {}
+            for item in (str(v).strip() for v in value):
+                if not item:
+                    continue
+                name, sep, directory = item.partition("=")
+                if not sep or not name.strip() or not directory.strip():
+                    raise ValueError(f"{item!r} is not NAME=DIR")
+                pairs[name.strip()] = directory.strip()
+            return pairs
         return value
 
     @field_validator("instructions_mode_by_voice", mode="before")

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from polyvox.backends.errors import BackendInputError
+
 if TYPE_CHECKING:
     from polyvox.batching.core import BatchingStats
     from polyvox.text.lexicon import Lexicon
@@ -58,6 +60,8 @@ class SynthesisRequest:
     min_patches: int | None = None
     reference: ReferenceAudio | None = None
     normalize: bool | None = None  # text normalisation (numbers, dates...); None: the server's default
+    lora: str | None = None  # a loaded LoRA adapter to speak with
+    lora_digest: str | None = None  # its content digest: cached audio never outlives a replaced adapter
     request_id: str = ""
 
 
@@ -69,12 +73,25 @@ class BackendCapabilities:
     voice_design: bool = False  # `instructions` describe a voice (voice design, builtin voices)
     native_speed: bool = False  # honours `SynthesisRequest.speed` itself, up to `max_native_speed`
     max_native_speed: float = float("inf")
+    lora: bool = False  # serves LoRA adapters (`SynthesisRequest.lora`, `load_adapter`)
 
     def split_speed(self, speed: float) -> tuple[float, float]:
         """(engine speed, pipeline speed) whose product is `speed`: an engine with native speed applies
         it up to `max_native_speed`, the OutputPipeline time-stretches the rest."""
         backend_speed = min(speed, self.max_native_speed) if self.native_speed else 1.0
         return backend_speed, speed / backend_speed
+
+
+@dataclass(frozen=True)
+class AdapterInfo:
+    """A LoRA adapter a back end serves: its name, directory, rank, the linear layers it adapts and the
+    hex digest of its content."""
+
+    name: str
+    path: str
+    rank: int
+    layers: int
+    digest: str
 
 
 @dataclass(frozen=True)
@@ -175,3 +192,16 @@ class Backend(Protocol):
         """The back end that speaks a request's text as written, in one piece (no text front end):
         this one, unless it is a text front end. Designed voices are frozen through it."""
         return self
+
+    def adapters(self) -> dict[str, AdapterInfo]:
+        """The LoRA adapters loaded, by name; none for a back end without `capabilities.lora`."""
+        return {}
+
+    async def load_adapter(self, name: str, path: str) -> AdapterInfo:
+        """Load (or replace) adapter `name` from the directory `path`; BackendInputError naming what is
+        wrong with it."""
+        raise BackendInputError(f"the {self.info.name} engine serves no LoRA adapters", param="name")
+
+    async def unload_adapter(self, name: str) -> bool:
+        """Unload adapter `name`; False when none of that name is loaded."""
+        return False

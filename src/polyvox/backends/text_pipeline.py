@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from polyvox.backends.base import AudioStream, Backend, EngineRank, PromptCacheStats, SynthesisRequest
+from polyvox.backends.base import (
+    AdapterInfo,
+    AudioStream,
+    Backend,
+    EngineRank,
+    PromptCacheStats,
+    SynthesisRequest,
+)
 from polyvox.backends.errors import BackendInputError
 from polyvox.backends.fair_queue import Listener, Place, listening
 from polyvox.text.frontend import TextFrontend
@@ -90,6 +97,15 @@ class TextPipeline(Backend):
 
     def as_written(self) -> Backend:
         return self.inner.as_written()
+
+    def adapters(self) -> dict[str, AdapterInfo]:
+        return self.inner.adapters()
+
+    async def load_adapter(self, name: str, path: str) -> AdapterInfo:
+        return await self.inner.load_adapter(name, path)
+
+    async def unload_adapter(self, name: str) -> bool:
+        return await self.inner.unload_adapter(name)
 
     def validate(self, request: SynthesisRequest) -> None:
         """Check every piece with the inner engine.

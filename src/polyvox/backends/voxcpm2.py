@@ -9,6 +9,7 @@ is `engine_core.worker.EngineWorker`, the same in both. Chunks are 160 ms of 48 
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncGenerator
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from polyvox.backends.base import (
     OPENAI_VOICES,
+    AdapterInfo,
     Backend,
     BackendCapabilities,
     BackendInfo,
@@ -23,10 +25,11 @@ from polyvox.backends.base import (
     PromptCacheStats,
     SynthesisRequest,
 )
-from polyvox.backends.errors import BackendInputError
+from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.batching.async_core import AsyncBatchingCore
 from polyvox.batching.config import BatchingConfig
 from polyvox.batching.core import BatchingStats
+from polyvox.engine_core.adapters import AdapterOptions, read_adapter_info
 from polyvox.engine_core.contract import Engine
 from polyvox.engine_core.in_thread import InThreadEngine
 from polyvox.engine_core.options import WorkerOptions
@@ -34,6 +37,7 @@ from polyvox.engine_core.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZ
 from polyvox.engine_core.stats import combined_stats
 from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN, cfg_value_in_range
 from polyvox.models.architectures import clones_from_clip_alone, designs_voices
+from polyvox.models.lora.files import AdapterError
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.models.voxcpm2.model_source import ModelSource
 from polyvox.models.voxcpm2.prompt import Prompt
@@ -56,9 +60,12 @@ class VoxCPM2Backend(Backend):
         prompt_cache_size: int = REFERENCE_CACHE_SIZE,
         torch_threads: int | None = None,
         engine: Engine | None = None,
+        adapters: AdapterOptions | None = None,
     ):
         """`model` loads in the engine at start when it is a ModelSource, so the server answers while
-        it loads; `engine` (engine processes) replaces the in-thread engine built from `model`."""
+        it loads; `engine` (engine processes) replaces the in-thread engine built from `model`;
+        `adapters`: the LoRA slots, and the adapters every rank loads when it starts (AdapterError
+        here if their files cannot be read)."""
         # PyTorch's intra-op threads (process-wide, set in the engine at start); None leaves PyTorch's
         # default. On a CPU, as many threads as cores fight the server's encoding threads for them.
         self.options = WorkerOptions(
@@ -68,14 +75,19 @@ class VoxCPM2Backend(Backend):
             max_patches=max_patches,
             prompt_cache_size=prompt_cache_size,
             torch_threads=torch_threads,
+            adapters=adapters or AdapterOptions(),
         )
+        # what the API side knows of the loaded adapters; the engine ranks hold their weights
+        self._adapters = {
+            name: read_adapter_info(name, path) for name, path in self.options.adapters.dirs.items()
+        }
         self.engine: Engine = engine if engine is not None else InThreadEngine(model, self.options)
         self.arch = model.arch  # voxcpm2, voxcpm1.5 or voxcpm1: the prompt modes it has
         self.info = BackendInfo(
             name=self.arch,
             model_id=model_id,
             sample_rate=model.sample_rate,
-            capabilities=BackendCapabilities(cloning=True, voice_design=designs_voices(self.arch)),
+            capabilities=BackendCapabilities(cloning=True, voice_design=designs_voices(self.arch), lora=True),
             reference_rate=model.reference_rate,
             voices=OPENAI_VOICES,
             languages=("en", "zh"),
@@ -91,15 +103,22 @@ class VoxCPM2Backend(Backend):
         threads = settings.torch_threads
         if threads is None and source.device.type == "cpu":
             threads = max(1, (os.cpu_count() or 1) // 2)
-        backend = cls(
-            source,
-            batching_config(settings),
-            model_id=spec.model_id(source.arch),
-            cfg_value=settings.cfg_value,
-            inference_timesteps=settings.inference_timesteps,
-            prompt_cache_size=settings.voice_prompt_cache_size,
-            torch_threads=threads,
+        adapters = AdapterOptions(
+            settings.lora_max_loaded, settings.lora_max_rank, {n: str(p) for n, p in settings.lora.items()}
         )
+        try:
+            backend = cls(
+                source,
+                batching_config(settings),
+                model_id=spec.model_id(source.arch),
+                cfg_value=settings.cfg_value,
+                inference_timesteps=settings.inference_timesteps,
+                prompt_cache_size=settings.voice_prompt_cache_size,
+                torch_threads=threads,
+                adapters=adapters,
+            )
+        except AdapterError as exc:
+            raise StartupError(f"--lora: {exc}") from exc
         if settings.engine_process:
             from polyvox.engine_core.data_parallel import DataParallelEngine
 
@@ -211,6 +230,10 @@ class VoxCPM2Backend(Backend):
                 param="instructions",
                 code="voice_design_unsupported",
             )
+        if request.lora is not None and request.lora not in self._adapters:
+            raise BackendInputError(
+                f"no LoRA adapter {request.lora!r} is loaded", param="lora", code="adapter_not_found"
+            )
         ref = request.reference
         if ref is not None and not ref.transcript and not clones_from_clip_alone(self.arch):
             raise BackendInputError(
@@ -226,6 +249,40 @@ class VoxCPM2Backend(Backend):
                 raise BackendInputError(
                     f"the reference audio is longer than {MAX_REFERENCE_SECONDS:.0f} s", param="reference"
                 )
+
+    # ------------------------------------------------------------------ LoRA adapters
+
+    def adapters(self) -> dict[str, AdapterInfo]:
+        return dict(self._adapters)
+
+    async def load_adapter(self, name: str, path: str) -> AdapterInfo:
+        """Read the adapter's files here, then load it on every rank (each checks it against its model);
+        ranks that start later (a restart) load it too."""
+        try:
+            await asyncio.to_thread(read_adapter_info, name, path)
+        except AdapterError as exc:
+            raise BackendInputError(str(exc), param="path", code="invalid_adapter") from exc
+        if not self.engine.ready:
+            raise BackendError("the engine is not ready to load an adapter (starting or restarting)")
+        answers = await self.engine.control("load_adapter", name=name, path=path)
+        errors = [answer["error"] for answer in answers if "error" in answer]
+        if errors:
+            if name not in self._adapters:  # no rank keeps half of a refused adapter
+                await self.engine.control("unload_adapter", name=name)
+            raise BackendInputError(errors[0], param="path", code="invalid_adapter")
+        info = AdapterInfo(**answers[0])
+        self.options.adapters.dirs[name] = path
+        self._adapters[name] = info
+        return info
+
+    async def unload_adapter(self, name: str) -> bool:
+        if name not in self._adapters:
+            return False
+        self.options.adapters.dirs.pop(name, None)
+        del self._adapters[name]
+        if self.engine.ready:
+            await self.engine.control("unload_adapter", name=name)
+        return True
 
     async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
         self.validate(request)

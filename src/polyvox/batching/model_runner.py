@@ -300,10 +300,22 @@ class ModelRunner:
             )
         return patches
 
-    def _decode_patch(self, *args: Any, adapters: torch.Tensor | None = None) -> torch.Tensor:
+    def _decode_patch(
+        self,
+        lm_hidden: torch.Tensor,
+        res_hidden: torch.Tensor,
+        prev: torch.Tensor,
+        noise: torch.Tensor,
+        cfg: torch.Tensor,
+        steps: int,
+        adapters: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        args = (lm_hidden, res_hidden, prev, noise, cfg)
         if adapters is not None:  # the graphs hold the base model only
-            return self.lm.decode_patch(*args, adapters)
-        return self.graphs.decode_patch(*args) if self.graphs is not None else self.lm.decode_patch(*args)
+            return self.lm.decode_patch(*args, steps, adapters)
+        if self.graphs is not None:
+            return self.graphs.decode_patch(*args, steps)
+        return self.lm.decode_patch(*args, steps)
 
     def _adapters(self, seqs: list[Sequence]) -> torch.Tensor | None:
         """Each sequence's LoRA adapter slot, or None when none of them has an adapter."""

@@ -4,7 +4,7 @@ processes, one per data-parallel rank (`DataParallelEngine`). Statistics come pe
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,6 +26,10 @@ class Engine(Protocol):
         ...
 
     def prompt_cache_stats(self) -> PromptCacheStats: ...
+
+    async def control(self, method: str, **args: Any) -> list[Any]:
+        """Call `method` on every rank's `EngineWorker.control`: their answers, in rank order."""
+        ...
 
     def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
         """The request's 48 kHz chunks; closing early frees it in the engine. BackendError when the

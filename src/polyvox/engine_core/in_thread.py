@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
+from typing import Any
 
 import numpy as np
 import torch
@@ -62,6 +63,12 @@ class InThreadEngine:
 
     def prompt_cache_stats(self) -> PromptCacheStats:
         return self.prompts.prompt_cache.stats() if self.prompts is not None else PromptCacheStats()
+
+    async def control(self, method: str, **args: Any) -> list[Any]:
+        """Call `method` on the worker (see `EngineWorker.control`) off the event loop: its one answer."""
+        if self.worker is None:
+            raise BackendError("the VoxCPM2 engine is not started")
+        return [await asyncio.to_thread(self.worker.control, method, args)]
 
     async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
         step_loop, worker = self.step_loop, self.worker

@@ -45,6 +45,7 @@ class Generate(msgspec.Struct, frozen=True, tag="generate"):
     min_patches: int | None = None
     reference: Reference | None = None
     request_id: str = ""
+    lora: str | None = None
 
     @classmethod
     def of(cls, key: int, request: SynthesisRequest) -> Generate:
@@ -61,6 +62,7 @@ class Generate(msgspec.Struct, frozen=True, tag="generate"):
             min_patches=request.min_patches,
             reference=Reference.of(ref) if ref is not None else None,
             request_id=request.request_id,
+            lora=request.lora,
         )
 
     def request(self) -> SynthesisRequest:
@@ -75,6 +77,7 @@ class Generate(msgspec.Struct, frozen=True, tag="generate"):
             min_patches=self.min_patches,
             reference=self.reference.audio() if self.reference is not None else None,
             request_id=self.request_id,
+            lora=self.lora,
         )
 
 

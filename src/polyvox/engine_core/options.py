@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from polyvox.batching.config import BatchingConfig
+from polyvox.engine_core.adapters import AdapterOptions
 from polyvox.engine_core.prompt_cache import VoicePromptCache
 from polyvox.engine_core.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE, PromptBuilder
 from polyvox.engine_core.worker import EngineWorker
@@ -20,6 +21,7 @@ class WorkerOptions:
     max_patches: int = DEFAULT_MAX_PATCHES
     prompt_cache_size: int = REFERENCE_CACHE_SIZE
     torch_threads: int | None = None  # PyTorch's intra-op threads (process-wide); None: its default
+    adapters: AdapterOptions = field(default_factory=AdapterOptions)
 
     def prompt_builder(self, model: VoxCPM2, cache: VoicePromptCache | None = None) -> PromptBuilder:
         return PromptBuilder(
@@ -31,4 +33,4 @@ class WorkerOptions:
         )
 
     def worker(self, prompts: PromptBuilder) -> EngineWorker:
-        return EngineWorker(prompts, self.config)
+        return EngineWorker(prompts, self.config, self.adapters)

@@ -70,6 +70,7 @@ class PromptBuilder:
             seed=request.seed,
             min_len=min_len,
             max_len=max_len,
+            adapter=request.lora,
         )
 
     def _too_long(self, request: SynthesisRequest, prompt: Prompt, positions: int) -> BackendInputError:

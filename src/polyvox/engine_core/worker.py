@@ -12,6 +12,7 @@ from polyvox.backends.base import SynthesisRequest
 from polyvox.batching.config import BatchingConfig
 from polyvox.batching.core import BatchingCore
 from polyvox.batching.sequence import SamplingParams
+from polyvox.engine_core.adapters import AdapterOptions, EngineAdapters
 from polyvox.engine_core.prompts import PromptBuilder
 from polyvox.models.voxcpm2.prompt import Prompt
 from polyvox.startup import stage
@@ -22,10 +23,13 @@ log = logging.getLogger(__name__)
 class EngineWorker:
     """`prepare` is thread-safe (it runs off the step loop); the core is driven by one thread."""
 
-    def __init__(self, prompts: PromptBuilder, config: BatchingConfig) -> None:
+    def __init__(
+        self, prompts: PromptBuilder, config: BatchingConfig, adapters: AdapterOptions | None = None
+    ) -> None:
         model = prompts.model
         self.prompts = prompts
         self.config = config
+        self.adapters = EngineAdapters(model.lm, adapters or AdapterOptions(), compiled=config.compile)
         with stage("build the batching core (KV cache, attention, compile)"):
             self.core = BatchingCore(model.lm, model.vae, model.config, config, model.device, model.dtype)
         log.info(
@@ -38,7 +42,11 @@ class EngineWorker:
     def control(self, method: str, args: dict[str, Any]) -> Any:
         """A control call from the API server (sent to every rank): `describe` answers what this engine
         holds. KeyError for a method it does not know."""
-        calls: dict[str, Callable[..., Any]] = {"describe": self.describe}
+        calls: dict[str, Callable[..., Any]] = {
+            "describe": self.describe,
+            "load_adapter": self.adapters.load,
+            "unload_adapter": self.adapters.unload,
+        }
         if method not in calls:
             raise KeyError(f"unknown control call {method!r}")
         return calls[method](**args)

@@ -15,7 +15,7 @@ from polyvox import __version__
 from polyvox.backends.base import Backend
 from polyvox.cache import describe_cache
 from polyvox.server import catalog, ui
-from polyvox.server.admin import lexicon
+from polyvox.server.admin import lexicon, lora
 from polyvox.server.auth import AuthMiddleware, KeyRing
 from polyvox.server.batching_metrics import BatchingStatsCollector
 from polyvox.server.errors import install_error_handlers
@@ -121,6 +121,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.include_router(consents.router)
     app.include_router(websocket_route.router)
     app.include_router(lexicon.router)
+    app.include_router(lora.router)
     app.include_router(health.router)
     if settings.ui:
         ui.install(app)

@@ -81,6 +81,11 @@ class SpeechRequest(BaseModel):
     normalize: bool | None = Field(
         None, description="Spell out numbers, dates and symbols before synthesis; default: the server's."
     )
+    lora: Text | None = Field(
+        None,
+        description="A loaded LoRA adapter to speak with, combined with `voice` or the one-off clone "
+        "(`voice` naming an adapter alone speaks with it).",
+    )
 
     @field_validator("voice", mode="before")
     @classmethod
@@ -98,6 +103,7 @@ class SpeechRequest(BaseModel):
         "ref_audio",
         "ref_text",
         "normalize",
+        "lora",
         mode="before",
     )
     @classmethod

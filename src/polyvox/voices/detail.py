@@ -18,7 +18,7 @@ class VoiceDetail(BaseModel):
     type: Literal["audio_sample", "prompt"] | None = None
     prompt: str | None = None
     consent_id: str | None = None
-    source: str  # builtin, registered, uploaded or designed
+    source: str  # builtin, registered, uploaded, designed or adapter (a LoRA adapter)
     description: str | None = None
     transcript: str | None = None
     duration_s: float | None = None
@@ -33,7 +33,7 @@ class VoiceDetail(BaseModel):
         """The voice `voice_id` from `source`: its display name is its label, else its id (a builtin
         one capitalised); a designed voice is OpenAI's `prompt` type, a builtin one has none."""
         name = label or (voice_id.capitalize() if source == "builtin" else voice_id)
-        kind = {"builtin": None, "designed": "prompt"}.get(source, "audio_sample")
+        kind = {"builtin": None, "adapter": None, "designed": "prompt"}.get(source, "audio_sample")
         created = fields.get("created")
         created_at = int(created) if created is not None else None
         return cls(id=voice_id, source=source, name=name, type=kind, created_at=created_at, **fields)

@@ -58,6 +58,7 @@ class ResolvedVoice:
     reference: ReferenceAudio | None = None
     cfg_value: float | None = None
     inference_timesteps: int | None = None
+    lora: str | None = None  # the LoRA adapter it speaks with (a voice that is an adapter)
 
     @property
     def voice_prompt_hash(self) -> str | None:
@@ -139,14 +140,20 @@ class VoiceRegistry:
         return list(dict.fromkeys((*OPENAI_VOICES, *self.builtins)))
 
     def names(self, backend: Backend | None = None) -> list[str]:
-        """Builtin names (and any the engine adds), then registered voices in name order."""
+        """Builtin names (and any the engine adds), then registered voices in name order, then the
+        engine's LoRA adapters."""
         extra = backend.info.voices if backend is not None else ()
-        return list(dict.fromkeys((*self.builtin_names(), *extra, *sorted(self._voices))))
+        adapters = sorted(backend.adapters()) if backend is not None else ()
+        return list(dict.fromkeys((*self.builtin_names(), *extra, *sorted(self._voices), *adapters)))
+
+    def is_stored(self, name: str) -> bool:
+        return name in self._voices
 
     def is_reserved(self, name: str) -> bool:
         return name.lower() in {n.lower() for n in self.builtin_names()}
 
-    def info(self, name: str) -> VoiceDetail:
+    def info(self, name: str, backend: Backend | None = None) -> VoiceDetail:
+        """The voice `name`: stored, builtin, or one of `backend`'s LoRA adapters."""
         stored = self._voices.get(name)
         if stored is not None:
             entry, ref = stored.entry, stored.reference
@@ -167,11 +174,18 @@ class VoiceRegistry:
         if name in self.builtin_names():
             design = self.builtins.get(name)
             return VoiceDetail.of(name, "builtin", description=design.description if design else None)
+        adapter = backend.adapters().get(name) if backend is not None else None
+        if adapter is not None:
+            return VoiceDetail.of(name, "adapter", description=f"LoRA adapter, rank {adapter.rank}")
         raise VoiceNotFound(f"voice {name!r} not found", param="voice_id")
 
     def infos(self, backend: Backend | None = None) -> list[VoiceDetail]:
         known = set(self._voices) | set(self.builtin_names())
-        return [self.info(n) if n in known else VoiceDetail.of(n, "builtin") for n in self.names(backend)]
+        if backend is not None:
+            known |= set(backend.adapters())
+        return [
+            self.info(n, backend) if n in known else VoiceDetail.of(n, "builtin") for n in self.names(backend)
+        ]
 
     # ------------------------------------------------------------------ speaking
 
@@ -217,6 +231,8 @@ class VoiceRegistry:
             )
         if name in self.builtin_names() or name in backend.info.voices:
             return ResolvedVoice(name, "builtin")
+        if name in backend.adapters():
+            return ResolvedVoice(name, "adapter", lora=name)
         return None
 
     # ------------------------------------------------------------------ changing (blocking: run in a thread)

@@ -26,6 +26,7 @@ def test_voxcpm1_adapter_latents_match_official(variant, tmp_path):
     tokenizer_dir = build_test_tokenizer(tmp_path / "tok", config.lm_config.vocab_size)
     official = build_official_v1(config, tokenizer_dir)
     from voxcpm.model.voxcpm import LoRAConfig  # importable once build_official_v1 stubbed torchaudio
+
     ours = VoxCPM1LM(config).eval()
     ours.load_state_dict({k: v for k, v in official.state_dict().items() if not k.startswith("audio_vae.")})
 

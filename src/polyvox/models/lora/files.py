@@ -9,6 +9,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -97,6 +98,7 @@ def _read_config(name: str, path: Path) -> tuple[AdapterConfig, str | None]:
 
 
 def _read_weights(name: str, path: Path) -> dict[str, torch.Tensor]:
+    state: Any
     try:
         if (path / WEIGHTS_SAFETENSORS).exists():
             from safetensors.torch import load_file

@@ -24,7 +24,14 @@ from polyvox.audio.encode import complete_file
 from polyvox.audio.errors import UnsupportedFormat
 from polyvox.audio.formats import AudioFormat
 from polyvox.audio.pipeline import OutputPipeline
-from polyvox.backends.base import OPENAI_VOICES, AudioStream, Backend, ReferenceAudio, SynthesisRequest
+from polyvox.backends.base import (
+    OPENAI_VOICES,
+    AdapterInfo,
+    AudioStream,
+    Backend,
+    ReferenceAudio,
+    SynthesisRequest,
+)
 from polyvox.backends.text_pipeline import PieceStream
 from polyvox.cache import open_cache
 from polyvox.logs import request_id_var
@@ -87,7 +94,7 @@ class SpeechService:
         """OpenAI's voice names, any the engine adds, then registered and uploaded voices."""
         if self.voice_registry is not None:
             return self.voice_registry.names(self.backend)
-        return list(dict.fromkeys((*OPENAI_VOICES, *self.backend.info.voices)))
+        return list(dict.fromkeys((*OPENAI_VOICES, *self.backend.info.voices, *self.backend.adapters())))
 
     def busy(self) -> bool:
         """Whether a speech request is in flight: accepted, waiting for a slot, or running."""
@@ -188,6 +195,7 @@ class SpeechService:
         except UnsupportedFormat as exc:
             raise APIError(400, exc.message, param=exc.param, code="unsupported_format") from exc
         backend_speed, pipeline_speed = self.backend.info.capabilities.split_speed(body.speed)
+        lora = self._adapter(body, voice)
         request = SynthesisRequest(
             text=text,
             voice=body.voice,
@@ -200,6 +208,8 @@ class SpeechService:
             else voice.inference_timesteps,
             reference=reference if reference is not None or voice is None else voice.reference,
             normalize=body.normalize,
+            lora=lora.name if lora is not None else None,
+            lora_digest=lora.digest if lora is not None else None,
             request_id=uuid.uuid4().hex,
         )
         request_id_var.set(request.request_id)  # every log line this request causes names it
@@ -213,6 +223,22 @@ class SpeechService:
             voice_print=lambda: voice.voice_prompt_hash if voice is not None else None,
         )
         return job
+
+    def _adapter(self, body: SpeechRequest, voice: ResolvedVoice | None) -> AdapterInfo | None:
+        """The LoRA adapter a request speaks with: its `lora` field, else its voice's (a voice that is an
+        adapter); 400 for a name no adapter has."""
+        name = body.lora if body.lora is not None else voice.lora if voice is not None else None
+        if name is None:
+            return None
+        adapter = self.backend.adapters().get(name)
+        if adapter is None:
+            raise APIError(
+                400,
+                f"unknown LoRA adapter {name!r}; GET /v1/audio/voices lists the adapters (source 'adapter')",
+                param="lora",
+                code="adapter_not_found",
+            )
+        return adapter
 
     async def lookup(self, job: SpeechJob) -> None:
         """Look the job up in the cache (off the event loop); a hit makes it HIT and holds the audio."""

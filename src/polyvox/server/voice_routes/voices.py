@@ -113,8 +113,10 @@ async def list_voices(request: Request, registry: VoiceRegistry = Depends(get_re
 
 
 @router.get("/v1/audio/voices/{voice_id}", response_model=VoiceDetail)
-async def get_voice(voice_id: str, registry: VoiceRegistry = Depends(get_registry)) -> VoiceDetail:
-    return registry.info(voice_id)
+async def get_voice(
+    voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_registry)
+) -> VoiceDetail:
+    return registry.info(voice_id, request.app.state.backend)
 
 
 @router.post("/v1/audio/voices", response_model=VoiceDetail, status_code=201)

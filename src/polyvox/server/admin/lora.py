@@ -1,0 +1,80 @@
+"""The LoRA adapters' admin API under `/admin/lora`: list, load (or replace) and unload adapters at run
+time, on every engine rank. A loaded adapter is also a voice of its name. `/admin/*` needs an admin key
+when admin keys are configured (see `server.auth`). An adapter that does not fit the model answers 400
+with the engine's reason; an engine that serves no adapters, 404."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+
+from polyvox.backends.base import AdapterInfo, Backend
+from polyvox.backends.errors import BackendInputError
+from polyvox.server.errors import APIError
+from polyvox.voices.store import NAME_PATTERN
+
+router = APIRouter(prefix="/admin/lora", tags=["admin"])
+
+
+class AdapterLoad(BaseModel):
+    name: str = Field(pattern=f"^{NAME_PATTERN.pattern}$", description="The adapter's name (and voice name).")
+    path: str = Field(min_length=1, description="Directory the official fine-tuning wrote, on the server.")
+
+
+class AdapterItem(BaseModel):
+    name: str
+    path: str
+    rank: int
+    layers: int = Field(description="Linear layers it adapts.")
+    digest: str = Field(description="Hash of its weights and config.")
+
+    @classmethod
+    def of(cls, info: AdapterInfo) -> AdapterItem:
+        return cls(name=info.name, path=info.path, rank=info.rank, layers=info.layers, digest=info.digest)
+
+
+class AdapterList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[AdapterItem]
+
+
+class AdapterUnloaded(BaseModel):
+    name: str
+    deleted: bool = True
+
+
+def _backend(request: Request) -> Backend:
+    backend: Backend = request.app.state.backend
+    if not backend.info.capabilities.lora:
+        raise APIError(404, f"the {backend.info.name} engine serves no LoRA adapters", code="not_found")
+    return backend
+
+
+@router.get("", response_model=AdapterList)
+async def list_adapters(request: Request) -> AdapterList:
+    """Every loaded adapter, by name."""
+    adapters = _backend(request).adapters()
+    return AdapterList(data=[AdapterItem.of(adapters[name]) for name in sorted(adapters)])
+
+
+@router.post("", response_model=AdapterItem, status_code=201)
+async def load_adapter(item: AdapterLoad, request: Request) -> AdapterItem:
+    """Load adapter `name` from `path` on every engine rank, replacing one of that name."""
+    backend = _backend(request)
+    voices = request.app.state.voices
+    if voices is not None and (voices.is_reserved(item.name) or voices.is_stored(item.name)):
+        raise APIError(409, f"{item.name!r} is already a voice's name", param="name", code="voice_conflict")
+    try:
+        return AdapterItem.of(await backend.load_adapter(item.name, item.path))
+    except BackendInputError as exc:
+        raise APIError(400, exc.message, param=exc.param or "path", code=exc.code) from exc
+
+
+@router.delete("/{name}", response_model=AdapterUnloaded)
+async def unload_adapter(name: str, request: Request) -> AdapterUnloaded:
+    """Unload adapter `name` (requests already speaking with it finish with it); 404 when none is loaded."""
+    if not await _backend(request).unload_adapter(name):
+        raise APIError(404, f"no LoRA adapter {name!r} is loaded", param="name", code="not_found")
+    return AdapterUnloaded(name=name)
