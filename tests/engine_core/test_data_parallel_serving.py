@@ -1,7 +1,8 @@
 """`polyvox serve --data-parallel-size 2` on the CPU (tiny random weights): two engine processes behind
-one API server. A repeated voice stays on one rank; a client that goes away mid-stream frees its request
-in the engine process; kill -9 of one engine fails only the request it was running while the other rank
-serves on, `/ready` says degraded until the engine is back, and nothing leaks."""
+one API server. A seeded request sounds as it does in-thread; a repeated voice stays on one rank; a
+client that goes away mid-stream frees its request in the engine process; kill -9 of one engine fails
+only the request it was running while the other rank serves on, `/ready` says degraded until the
+engine is back, and nothing leaks."""
 
 from __future__ import annotations
 
@@ -10,19 +11,17 @@ import time
 from collections.abc import Iterator
 
 import httpx
+import openai
 import pytest
 
 from engine_core.processes import alive, engine_pids, kill9
+from engine_core.serving import FLAGS, LONG, SPEECH, per_rank, speak, wait_until
+from helpers.audio import decode
 from helpers.metrics import scrape, value
 from helpers.serve_process import polyvox_serve
-
-SPEECH = "/v1/audio/speech"
-FLAGS = (
-    "--random-weights", "tiny", "--device", "cpu", "--no-cache-enabled", "--num-kv-blocks", "1024",
-    "--data-parallel-size", "2", "--log-level", "warning", "--max-piece-chars", "40",
-)  # fmt: skip
-# Many sentences: many pieces, each generated in turn, so the request stays in flight for seconds.
-LONG = " ".join(f"Sentence number {n} goes on for a little while." for n in range(1, 16))
+from helpers.server import running_server
+from polyvox.server.app import create_app
+from polyvox.settings import Settings
 
 
 @pytest.fixture(scope="module")
@@ -34,28 +33,36 @@ def server(tmp_path_factory) -> Iterator[tuple[int, str]]:
         yield proc.pid, url
 
 
-def speak(url: str, text: str, voice: str = "alloy", **extra) -> httpx.Response:
-    body = {"input": text, "voice": voice, "response_format": "pcm", **extra}
-    return httpx.post(f"{url}{SPEECH}", json=body, timeout=300)
-
-
-def per_rank(samples: dict, name: str) -> list[float]:
-    return [value(samples, name, rank=str(rank)) for rank in range(2)]
-
-
-def wait_until(condition, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.05)
-
-
 def idle(url: str) -> bool:
     samples = scrape(url)
     busy = per_rank(samples, "polyvox_engine_running_requests") + per_rank(
         samples, "polyvox_engine_kv_blocks_used"
     )
     return not any(busy)
+
+
+def test_a_seeded_request_served_by_an_engine_process_sounds_as_served_in_thread(server, tmp_path):
+    """Through the official client: the same wav from the two-rank server as from one whose engine
+    steps in its own thread (the same voice frozen by each, the same encoding)."""
+    _, url = server
+
+    def wav(base_url: str) -> bytes:
+        client = openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0, timeout=120)
+        speech = client.audio.speech.create(
+            model="voxcpm2", voice="alloy", input="Seeded, and served.", response_format="wav",
+            extra_body={"seed": 11},
+        )  # fmt: skip
+        return speech.content
+
+    in_thread = Settings(
+        random_weights="tiny", device="cpu", num_kv_blocks=1024, engine_process=False,
+        voices_dir=tmp_path / "voices", cache_enabled=False,
+    )  # fmt: skip
+    with running_server(create_app(in_thread)) as in_thread_url:
+        expected = wav(in_thread_url)
+    served = wav(url)
+    assert served == expected
+    assert decode(served)[0].size > 0
 
 
 def test_a_repeated_voice_is_served_by_the_same_rank(server):

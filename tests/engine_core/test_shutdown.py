@@ -1,0 +1,58 @@
+"""Shutting down with engine processes: SIGTERM lets the requests in flight on every rank finish while new
+ones get 503, then every engine process exits with the server; an API server killed with -9 leaves no
+engine behind either (each notices its parent is gone)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import httpx
+
+from engine_core.processes import alive, engine_pids
+from engine_core.serving import FLAGS, LONG, SPEECH, per_rank, speak, wait_until
+from helpers.metrics import scrape
+from helpers.serve_process import polyvox_serve
+
+
+def test_sigterm_drains_every_rank_then_no_engine_process_is_left(tmp_path):
+    flags = (*FLAGS, "--voices-dir", str(tmp_path / "voices"), "--shutdown-grace-s", "120")
+    with polyvox_serve(*flags) as (proc, url):
+        engines = engine_pids(proc.pid)
+        assert len(engines) == 2
+        for voice in ("alloy", "echo"):
+            assert speak(url, "Warm up.", voice).status_code == 200
+        answers: dict[str, httpx.Response] = {}
+
+        def post(voice: str) -> None:
+            body = {"input": LONG, "voice": voice, "response_format": "pcm"}
+            answers[voice] = httpx.post(f"{url}{SPEECH}", json=body, timeout=120)
+
+        threads = [threading.Thread(target=post, args=(voice,)) for voice in ("alloy", "echo")]
+        for thread in threads:
+            thread.start()
+            time.sleep(0.2)
+        running = lambda: per_rank(scrape(url), "polyvox_engine_running_requests")  # noqa: E731
+        wait_until(lambda: all(running()), "both ranks run one")
+
+        proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: httpx.get(f"{url}/ready").status_code == 503, "/ready turns 503", timeout=10)
+        refused = speak(url, "Too late.")
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
+        for thread in threads:
+            thread.join(timeout=120)
+        assert proc.wait(timeout=60) == 0
+    assert [answer.status_code for answer in answers.values()] == [200, 200]
+    assert all(len(answer.content) > 24000 * 2 * 2 for answer in answers.values())
+    wait_until(lambda: not any(alive(pid) for pid in engines), "every engine process exited", timeout=10)
+
+
+def test_an_api_server_killed_with_9_leaves_no_engine_process(tmp_path):
+    flags = (*FLAGS, "--voices-dir", str(tmp_path / "voices"))
+    with polyvox_serve(*flags) as (proc, _):
+        engines = engine_pids(proc.pid)
+        assert len(engines) == 2
+        proc.kill()
+        proc.wait()
+        wait_until(lambda: not any(alive(pid) for pid in engines), "the orphaned engines exited", timeout=10)
