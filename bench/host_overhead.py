@@ -8,18 +8,23 @@ Workloads: steady decode at each batch size (every row one new patch per step), 
 one steady batch where `--arrivals` requests finish and as many new prompts are prefilled every step.
 Shapes are the tiny config's LM and latents (hidden 64, 4x16 latent patches) and the real VAE's audio
 (7,680 float32 samples, 160 ms at 48 kHz, per row and step): the stub makes the model's size
-irrelevant except through what crosses the host, and audio dominates that.
+irrelevant except through what crosses the host, and audio dominates that. The VAE decoder state's
+gather and scatter count as device work (they run inside the VAE decode's CUDA graph). Between steps
+the loop sleeps `--device-ms`, the device's step, while the receiving end drains the socket.
 
     python bench/host_overhead.py --batch 1,64,256,512 --mixed 256 --steps 50 --json out.json
+    python bench/host_overhead.py --batch 256,512 --mixed 0 --wire chunks,views,frame
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +34,7 @@ from typing import Any
 import msgspec
 import numpy as np
 import torch
+import zmq
 
 from polyvox.batching.config import BatchingConfig
 from polyvox.batching.core import BatchingCore, StepOutput
@@ -39,56 +45,59 @@ from polyvox.models.voxcpm2.model import VoxCPM2LM
 from polyvox.models.voxcpm2.prompt import Prompt
 
 PHASES = ("schedule", "inputs", "outputs", "serialise", "send")
+# Phases are timed in CPU time of the engine thread: on a shared machine, time it spends descheduled
+# is someone else's. Each step's wall time (less the stub's) is reported beside it.
+clock = time.thread_time
 
 
 # ---------------------------------------------------------------- what crosses the process boundary
 
+try:  # the engine process's own messages (engine_core/messages.py)
+    from polyvox.backends.base import PromptCacheStats
+    from polyvox.engine_core.messages import Chunk, Outputs, encode
 
-class PatchMessage(msgspec.Struct, array_like=True):
-    """One step output as the engine process sends it: raw float32 bytes, never pickled tensors."""
+    MESSAGES = "engine_core.messages"
+except ImportError:  # a tree without the engine process: the same fields, without the counters
 
-    seq_id: int
-    request_id: str
-    index: int
-    latent: bytes  # float32 [D, P]
-    audio: bytes  # float32 PCM
-    finished: bool
-    finish_reason: str | None
+    class Chunk(msgspec.Struct, frozen=True, array_like=True):  # type: ignore[no-redef]
+        key: int
+        index: int
+        finished: bool
+        audio: bytes
+
+    class Outputs(msgspec.Struct, frozen=True):  # type: ignore[no-redef]
+        chunks: list[Chunk]
+
+    encode = msgspec.msgpack.Encoder().encode
+    MESSAGES = "a local copy of its Chunk (engine_core.messages absent)"
+
+# chunks: each row's audio copied to bytes in its Chunk, as the engine process sends them today;
+# views: the same message built from memoryviews of the rows (one copy fewer: msgpack writes them);
+# frame: Chunks without audio, and the step's audio array as one more zero-copy frame, [rows, samples].
+WIRES = ("chunks", "views", "frame")
 
 
-class StepMessage(msgspec.Struct, array_like=True):
-    outputs: list[PatchMessage]
-
-
-def step_message(outputs: list[StepOutput]) -> StepMessage:
-    return StepMessage(
-        [
-            PatchMessage(
-                o.seq_id,
-                o.request_id,
-                o.index,
-                o.latent.contiguous().numpy().tobytes(),
-                np.ascontiguousarray(o.audio, dtype=np.float32).tobytes(),
-                o.finished,
-                o.finish_reason,
-            )
-            for o in outputs
-        ]
-    )
+def step_frames(wire: str, outputs: list[StepOutput], core: BatchingCore) -> list[Any]:
+    """A step's outputs as the frames of one message to the API process."""
+    if wire == "frame":
+        chunks = [Chunk(o.seq_id, o.index, o.finished, b"") for o in outputs]
+    else:
+        audio = memoryview if wire == "views" else np.ndarray.tobytes
+        chunks = [Chunk(o.seq_id, o.index, o.finished, audio(o.audio)) for o in outputs]
+    if MESSAGES == "engine_core.messages":
+        message = Outputs(chunks, core.stats(), PromptCacheStats())
+    else:
+        message = Outputs(chunks)
+    frames = [encode(message)]
+    if wire == "frame" and outputs:
+        frames.append(outputs[0].step_audio)  # the step's rows, in the order of the chunks
+    return frames
 
 
 class Wire:
-    """A pyzmq PUSH socket over ipc:// with a receiver thread draining it (as an API process would);
-    absent pyzmq, sending is skipped and reported as 0."""
+    """A pyzmq PUSH socket over ipc:// with a receiver thread draining it, as the API process would."""
 
     def __init__(self) -> None:
-        self.socket: Any = None
-        try:
-            import zmq
-        except ImportError:
-            return
-        import tempfile
-
         self._dir = tempfile.TemporaryDirectory()
         address = f"ipc://{self._dir.name}/engine"
         self._context = zmq.Context()
@@ -102,21 +111,20 @@ class Wire:
     @staticmethod
     def _drain(pull: Any) -> None:
         while True:
-            if not pull.recv(copy=False).buffer.nbytes:  # the empty closing message
+            frames = pull.recv_multipart(copy=False)
+            if not frames[0].buffer.nbytes:  # the empty closing message
                 pull.close()
                 return
 
-    def send(self, payload: bytes) -> None:
-        if self.socket is not None:
-            self.socket.send(payload, copy=False)
+    def send(self, frames: list[Any]) -> None:
+        self.socket.send_multipart(frames, copy=False)
 
     def close(self) -> None:
-        if self.socket is not None:
-            self.socket.send(b"")
-            self._receiver.join(5)
-            self.socket.close()
-            self._context.term()
-            self._dir.cleanup()
+        self.socket.send(b"")
+        self._receiver.join(5)
+        self.socket.close()
+        self._context.term()
+        self._dir.cleanup()
 
 
 # ---------------------------------------------------------------- the model, replaced
@@ -140,7 +148,7 @@ class PrecomputedModel:
         lm.prefill = self.timed(lambda *a: self._pair(a[4].num_seqs))  # a[4]: the attention metadata
         lm.advance = self.timed(lambda patch, *_: self._pair(patch.shape[0]))
         lm.decode_patch = self.timed(lambda h, *_: self.patches[: h.shape[0]])
-        lm.stop_logits = self.timed(lambda h: self.stop[: h.shape[0]])
+        lm.stop_logits = self.timed(lambda h, *_: self.stop[: h.shape[0]])
         vae.decode_stream = self.timed(lambda latents, state: (self.audio[: latents.shape[0]], state))
 
     def _pair(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -148,11 +156,11 @@ class PrecomputedModel:
 
     def timed(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any) -> Any:
-            t0 = time.perf_counter()
+            t0 = clock()
             try:
                 return fn(*args)
             finally:
-                self.seconds += time.perf_counter() - t0
+                self.seconds += clock() - t0
 
         return timed
 
@@ -167,11 +175,11 @@ class PhaseClock:
         fn = getattr(owner, name)
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
+            t0 = clock()
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.seconds += time.perf_counter() - t0
+                self.seconds += clock() - t0
 
         setattr(owner, name, timed)
 
@@ -224,9 +232,9 @@ def make_prompt(config: VoxCPM2Config, i: int, length: int) -> Prompt:
 class Harness:
     """Drives `core.step()` and splits each step's host time into phases."""
 
-    def __init__(self, core: BatchingCore, model: PrecomputedModel, wire: Wire) -> None:
-        self.core, self.model, self.wire = core, model, wire
-        self.encoder = msgspec.msgpack.Encoder()
+    def __init__(self, core: BatchingCore, model: PrecomputedModel, wire: Wire, kind: str, device_s: float):
+        self.core, self.model, self.wire, self.kind = core, model, wire, kind
+        self.device_s = device_s
         self.schedule_clock, self.run_clock = PhaseClock(), PhaseClock()
         self.schedule_clock.wrap(core.scheduler, "schedule")
         self.run_clock.wrap(core.runner, "run")
@@ -241,13 +249,17 @@ class Harness:
         """One step; per phase its host milliseconds."""
         self.schedule_clock.take(), self.run_clock.take()
         self.model.seconds = 0.0
-        t0 = time.perf_counter()
+        wall = time.perf_counter()
+        t0 = clock()
         outputs = self.core.step()
-        t1 = time.perf_counter()
-        payload = self.encoder.encode(step_message(outputs))
-        t2 = time.perf_counter()
-        self.wire.send(payload)
-        t3 = time.perf_counter()
+        t1 = clock()
+        frames = step_frames(self.kind, outputs, self.core)
+        t2 = clock()
+        self.wire.send(frames)
+        t3 = clock()
+        wall = time.perf_counter() - wall - self.model.seconds
+        # the device's step: the API side drains the socket meanwhile, as it would behind a real GPU
+        time.sleep(self.device_s)
         schedule, run, model = self.schedule_clock.take(), self.run_clock.take(), self.model.seconds
         phases = {
             "schedule": schedule,
@@ -255,27 +267,29 @@ class Harness:
             "outputs": (t1 - t0) - schedule - run,
             "serialise": t2 - t1,
             "send": t3 - t2,
+            "wall": wall,
         }
         return {k: 1000 * v for k, v in phases.items()}, outputs
 
 
-def summarise(name: str, batch: int, samples: list[dict[str, float]], rows: list[int]) -> dict:
-    totals = sorted(sum(s.values()) for s in samples)
-    row: dict[str, Any] = {"workload": name, "batch": batch, "steps": len(samples)}
+def summarise(name: str, wire: str, batch: int, samples: list[dict[str, float]], rows: list[int]) -> dict:
+    totals = sorted(sum(s[p] for p in PHASES) for s in samples)
+    row: dict[str, Any] = {"workload": name, "wire": wire, "batch": batch, "steps": len(samples)}
     row["mean_rows"] = round(statistics.mean(rows), 1)
-    for phase in PHASES:  # medians: the machine is shared, and a step's outliers are someone else's
-        row[f"{phase}_ms"] = round(statistics.median(s[phase] for s in samples), 3)
+    for phase in PHASES:  # means, so that the phases add up to the step's
+        row[f"{phase}_ms"] = round(statistics.mean(s[phase] for s in samples), 3)
     row["host_ms_mean"] = round(statistics.mean(totals), 3)
     row["host_ms_p50"] = round(statistics.median(totals), 3)
     row["host_ms_p95"] = round(totals[min(len(totals) - 1, int(0.95 * len(totals)))], 3)
+    row["wall_ms_p50"] = round(statistics.median(s["wall"] for s in samples), 3)
     return row
 
 
-def run_steady(batch: int, steps: int, prompt_len: int, wire: Wire) -> dict:
+def run_steady(batch: int, steps: int, prompt_len: int, wire: Wire, kind: str, device_s: float) -> dict:
     """`batch` streams in steady decode: every step advances each by one patch, nobody arrives or ends."""
     warm = 3
     core, model = build_core(batch, prompt_len, steps + warm)
-    harness = Harness(core, model, wire)
+    harness = Harness(core, model, wire, kind, device_s)
     config = core.runner.model_config
     for i in range(batch):
         harness.add(make_prompt(config, i, prompt_len), patches=steps + warm + 10)
@@ -288,15 +302,17 @@ def run_steady(batch: int, steps: int, prompt_len: int, wire: Wire) -> dict:
         phases, outputs = harness.step()
         samples.append(phases)
         rows.append(len(outputs))
-    return summarise("decode", batch, samples, rows)
+    return summarise("decode", kind, batch, samples, rows)
 
 
-def run_mixed(batch: int, steps: int, prompt_len: int, arrivals: int, wire: Wire) -> dict:
+def run_mixed(
+    batch: int, steps: int, prompt_len: int, arrivals: int, wire: Wire, kind: str, device_s: float
+) -> dict:
     """`batch` streams, of which `arrivals` finish every step and as many new prompts arrive and are
     prefilled in the same step as everyone else's decode (the "mixed" prefill policy)."""
     length = max(2, batch // arrivals)
     core, model = build_core(batch + arrivals, prompt_len, steps + length)
-    harness = Harness(core, model, wire)
+    harness = Harness(core, model, wire, kind, device_s)
     config = core.runner.model_config
     prompts = 0
 
@@ -318,7 +334,7 @@ def run_mixed(batch: int, steps: int, prompt_len: int, arrivals: int, wire: Wire
         rows.append(len(outputs))
         for _ in range(arrivals):
             arrive(length)
-    return summarise(f"mixed ({arrivals} prefills/step)", batch, samples, rows)
+    return summarise(f"mixed ({arrivals} prefills/step)", kind, batch, samples, rows)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -331,28 +347,43 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--steps", type=int, default=50, help="measured steps per row")
     parser.add_argument("--prompt-len", type=int, default=128, help="prompt positions per request")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the engine's own)")
+    parser.add_argument(
+        "--wire", default="chunks", help=f"how outputs cross: {', '.join(WIRES)}, comma separated"
+    )
+    parser.add_argument(
+        "--device-ms", type=float, default=10.0, help="the device's step, slept between steps"
+    )
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
+    wires = args.wire.split(",")
+    if not set(wires) <= set(WIRES):
+        parser.error(f"--wire takes {', '.join(WIRES)}")
     torch.set_num_threads(args.threads)
+    device_s = args.device_ms / 1000
     wire = Wire()
     runs = []
     try:
-        for batch in (int(b) for b in args.batch.split(",") if b):
-            runs.append(run_steady(batch, args.steps, args.prompt_len, wire))
-            print_row(runs[-1])
-        if args.mixed:
-            runs.append(run_mixed(args.mixed, args.steps, args.prompt_len, args.arrivals, wire))
-            print_row(runs[-1])
+        for kind in wires:
+            for batch in (int(b) for b in args.batch.split(",") if b):
+                runs.append(run_steady(batch, args.steps, args.prompt_len, wire, kind, device_s))
+                print_row(runs[-1])
+            if args.mixed:
+                runs.append(
+                    run_mixed(args.mixed, args.steps, args.prompt_len, args.arrivals, wire, kind, device_s)
+                )
+                print_row(runs[-1])
     finally:
         wire.close()
     result = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()} {platform.processor() or ''} python {platform.python_version()}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
         "torch": torch.__version__,
         "threads": args.threads,
         "command": " ".join(["bench/host_overhead.py", *(argv if argv is not None else sys.argv[1:])]),
-        "ipc": "pyzmq ipc://" if wire.socket is not None else "none (pyzmq missing)",
+        "messages": MESSAGES,
+        "ipc": "pyzmq PUSH/PULL over ipc://, zero-copy sends, drained by a thread",
         "shapes": "tiny LM (hidden 64, latent 4x16), 7,680-sample float32 audio per row",
+        "device_ms": args.device_ms,
         "runs": runs,
     }
     if args.json:
@@ -364,8 +395,9 @@ def main(argv: list[str] | None = None) -> dict:
 def print_row(row: dict) -> None:
     phases = "  ".join(f"{p} {row[f'{p}_ms']:.3f}" for p in PHASES)
     print(
-        f"{row['workload']:>24} b={row['batch']:<4} host ms/step p50 {row['host_ms_p50']:.3f} "
-        f"p95 {row['host_ms_p95']:.3f} mean {row['host_ms_mean']:.3f} | medians: {phases}",
+        f"{row['workload']:>24} {row['wire']:>6} b={row['batch']:<4} "
+        f"host CPU ms/step mean {row['host_ms_mean']:.3f} p50 {row['host_ms_p50']:.3f} "
+        f"p95 {row['host_ms_p95']:.3f} (wall p50 {row['wall_ms_p50']:.3f}) | means: {phases}",
         flush=True,
     )
 

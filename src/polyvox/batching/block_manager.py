@@ -81,8 +81,10 @@ class BlockManager:
 
     def ensure_capacity(self, seq: Sequence, num_positions: int) -> bool:
         """Grow the sequence's table to hold `num_positions`; False (and no change) when blocks run out."""
-        need = self.blocks_for(num_positions) - len(seq.block_table)
-        if need > self.num_free:
+        need = (num_positions + self.block_size - 1) // self.block_size - len(seq.block_table)
+        if need <= 0:  # most steps: the last block has room
+            return True
+        if need > len(self.free_ids):
             return False
         for _ in range(need):
             seq.block_table.append(self._take_free())

@@ -26,15 +26,25 @@ from polyvox.models.voxcpm2.model import VoxCPM2LM
 
 @dataclass(slots=True)
 class StepOutput:
-    """One patch of one request: its latent `[D, P]` (float32, CPU) and 48 kHz audio chunk."""
+    """One patch of one request: its 48 kHz audio chunk, and its latent `[D, P]` (float32, CPU), a row
+    of the step's latents taken only when read (most consumers never do).
+
+    A step's outputs are the rows of `step_audio` and `step_latents` in order (`row`), so the whole
+    step's audio can cross a process boundary as one buffer, without a copy per row."""
 
     seq_id: int
     request_id: str
     index: int
-    latent: torch.Tensor
-    audio: np.ndarray
+    audio: np.ndarray  # row `row` of `step_audio`
     finished: bool
-    finish_reason: str | None = None
+    finish_reason: str | None
+    step_audio: np.ndarray  # [B, samples] float32
+    step_latents: torch.Tensor  # [B, D, P]
+    row: int
+
+    @property
+    def latent(self) -> torch.Tensor:
+        return self.step_latents[self.row]
 
 
 class StepFailed(RuntimeError):
@@ -132,7 +142,8 @@ class BatchingCore:
         done_at = time.perf_counter()
         for c in chunks:
             c.seq.num_computed = c.end
-            self.block_manager.commit(c.seq)
+            if c.start < c.seq.num_prompt_tokens:  # only prompt positions fill prefix-cache blocks
+                self.block_manager.commit(c.seq)
         outputs = self._outputs(result, done_at) if result is not None else []
         self._steps += 1
         self._patches += len(outputs)
@@ -147,10 +158,10 @@ class BatchingCore:
     def _outputs(self, result: StepPatches, done_at: float) -> list[StepOutput]:
         """Append each row's patch to its sequence and retire the ones that stopped; one output per row
         (row views of the step's tensors: no per-row copies)."""
-        latents = result.patches.float().transpose(1, 2).cpu().unbind(0)
-        rows = zip(result.seqs, result.patches.unbind(0), latents, result.audio, result.stops, strict=True)
+        latents = result.patches.float().transpose(1, 2).cpu()
+        rows = zip(result.seqs, result.patches.unbind(0), result.audio, result.stops, strict=True)
         outputs = []
-        for seq, patch, latent, audio, stop in rows:
+        for row, (seq, patch, audio, stop) in enumerate(rows):
             seq.patches.append(patch)
             index = len(seq.patches) - 1
             if index == 0:
@@ -163,7 +174,11 @@ class BatchingCore:
             if reason:
                 self.scheduler.finish(seq, reason)
                 self.sequences.pop(seq.seq_id, None)
-            outputs.append(StepOutput(seq.seq_id, seq.request_id, index, latent, audio, bool(reason), reason))
+            outputs.append(
+                StepOutput(
+                    seq.seq_id, seq.request_id, index, audio, bool(reason), reason, result.audio, latents, row
+                )
+            )
         return outputs
 
     def stats(self) -> BatchingStats:

@@ -126,9 +126,12 @@ class Sequence:
 
         Drawn `NOISE_BLOCK` patches at a time (one op instead of one per step) where that gives the
         same numbers: PyTorch's CPU normal sampler works in blocks of 16 values, so when `D * P` is a
-        multiple of 16 one draw of K patches is K draws of one."""
+        multiple of 16 one draw of K patches is K draws of one. The first draw is shorter by the
+        sequence id, so requests that arrive together do not all draw again in the same step."""
         if not self._noise:
             block = NOISE_BLOCK if feat_dim * patch_size % 16 == 0 else 1
+            if not self.patches and block > 1:
+                block = 1 + self.seq_id % block
             drawn = torch.randn((block, 1, feat_dim, patch_size), generator=self.generator)
             self._noise = list(reversed(drawn.unbind(0)))
         return self._noise.pop()
