@@ -226,7 +226,8 @@ def run_say(args: argparse.Namespace) -> int:
     from polyvox.audio.errors import UnsupportedFormat
     from polyvox.backends.errors import BackendError, BackendInputError
 
-    settings = settings_from_args(args)
+    # One utterance: the engine steps in this process (an engine process would only add its start-up).
+    settings = settings_from_args(args).model_copy(update={"engine_process": False, "data_parallel_size": 1})
     setup_logging("warning" if settings.log_level == "info" else settings.log_level, settings.log_format)
     if not 0.25 <= args.speed <= 4.0:
         print("polyvox say: --speed must be between 0.25 and 4.0", file=sys.stderr)
