@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
@@ -14,6 +16,7 @@ import openai
 import pytest
 
 from helpers.audio import decode
+from helpers.metrics import parse
 from helpers.serve_process import polyvox_serve
 from polyvox.models.lora.files import AdapterConfig
 from polyvox.models.lora.random_adapter import write_random_adapter
@@ -31,15 +34,24 @@ def adapter(directory, seed: int):
     return write_random_adapter(model, directory, LORA, model.lora_default_proj, seed=seed)
 
 
-@pytest.fixture(scope="module", params=["--engine-process", "--no-engine-process"])
+@pytest.fixture(
+    scope="module",
+    params=[
+        ("--engine-process",),
+        ("--no-engine-process",),
+        ("--engine-process", "--data-parallel-size", "2"),
+    ],
+    ids=["process", "in-thread", "two-ranks"],
+)
 def served(request, tmp_path_factory):
-    """The server, with its engine in a process of its own and in a thread of the server's."""
+    """The server, with its engine in a process of its own, in a thread of the server's, and in two
+    data-parallel processes (an adapter loaded at run time must reach both)."""
     root = tmp_path_factory.mktemp("lora")
     flags = (
         "--random-weights", "tiny", "--device", "cpu", "--num-kv-blocks", "512", "--no-cache-enabled",
         "--voices-dir", str(root / "voices"), "--log-level", "warning",
         "--api-keys", USER, "--admin-api-keys", ADMIN,
-        "--lora", f"alice={adapter(root / 'alice', seed=1)}", request.param,
+        "--lora", f"alice={adapter(root / 'alice', seed=1)}", *request.param,
     )  # fmt: skip
     with polyvox_serve(*flags) as (proc, url):
         yield url, root
@@ -55,6 +67,29 @@ def speak(url: str, voice: str, **extra) -> np.ndarray:
     samples, rate = decode(speech.content)
     assert rate == 24000 and samples.size > 0 and np.isfinite(samples).all()
     return samples
+
+
+def routed(url: str) -> list[float]:
+    """Requests routed to each engine rank so far (by affinity or load)."""
+    answer = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {USER}"})
+    counts: dict[str, float] = {}
+    for (name, labels), count in parse(answer.text).items():
+        if name == "polyvox_engine_routed_requests_total":
+            rank = dict(labels)["rank"]
+            counts[rank] = counts.get(rank, 0.0) + count
+    return [counts[rank] for rank in sorted(counts)]
+
+
+def wait_until_every_rank_is_up(url: str, timeout: float = 120.0) -> None:
+    """/ready answers once one rank serves; an adapter is loaded on every rank, so all must be up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {USER}"})
+        up = [v for (name, _), v in parse(answer.text).items() if name == "polyvox_engine_up"]
+        if up and all(up):
+            return
+        assert time.monotonic() < deadline, "the engine ranks did not all come up"
+        time.sleep(0.2)
 
 
 def differ(a: np.ndarray, b: np.ndarray) -> bool:
@@ -98,6 +133,7 @@ def test_the_admin_api_loads_and_unloads_adapters(served):
     url, root = served
     admin = {"Authorization": f"Bearer {ADMIN}"}
     path = str(adapter(root / "bob", seed=2))
+    wait_until_every_rank_is_up(url)
     denied = httpx.post(
         f"{url}/admin/lora", json={"name": "bob", "path": path}, headers={"Authorization": f"Bearer {USER}"}
     )
@@ -108,7 +144,14 @@ def test_the_admin_api_loads_and_unloads_adapters(served):
     assert loaded.json()["rank"] == 8 and loaded.json()["layers"] > 0
     listed = httpx.get(f"{url}/admin/lora", headers=admin).json()
     assert [a["name"] for a in listed["data"]] == ["alice", "bob"]
-    assert differ(speak(url, "bob"), speak(url, "alice"))
+    bob = speak(url, "bob")
+    assert differ(bob, speak(url, "alice"))
+    before = routed(url)
+    with ThreadPoolExecutor(4) as pool:  # at once, so two ranks both take some: each has the adapter
+        assert not any(differ(other, bob) for other in pool.map(lambda _: speak(url, "bob"), range(4)))
+    after = routed(url)
+    if len(after) == 2:
+        assert all(a > b for a, b in zip(after, before, strict=True))  # both ranks spoke with bob
 
     gone = httpx.delete(f"{url}/admin/lora/bob", headers=admin)
     assert gone.status_code == 200 and gone.json() == {"name": "bob", "deleted": True}

@@ -262,8 +262,9 @@ class VoxCPM2Backend(Backend):
             await asyncio.to_thread(read_adapter_info, name, path)
         except AdapterError as exc:
             raise BackendInputError(str(exc), param="path", code="invalid_adapter") from exc
-        if not self.engine.ready:
-            raise BackendError("the engine is not ready to load an adapter (starting or restarting)")
+        # a rank still starting was spawned with the adapters of before: it would come up without this one
+        if not all(rank.up for rank in self.engine.ranks()):
+            raise BackendError("an engine rank is starting or restarting: load the adapter once all are up")
         answers = await self.engine.control("load_adapter", name=name, path=path)
         errors = [answer["error"] for answer in answers if "error" in answer]
         if errors:

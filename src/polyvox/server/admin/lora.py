@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from polyvox.backends.base import AdapterInfo, Backend
-from polyvox.backends.errors import BackendInputError
+from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.server.errors import APIError
 from polyvox.voices.store import NAME_PATTERN
 
@@ -70,6 +70,8 @@ async def load_adapter(item: AdapterLoad, request: Request) -> AdapterItem:
         return AdapterItem.of(await backend.load_adapter(item.name, item.path))
     except BackendInputError as exc:
         raise APIError(400, exc.message, param=exc.param or "path", code=exc.code) from exc
+    except BackendError as exc:
+        raise APIError(503, str(exc), code="engine_not_ready", headers={"Retry-After": "5"}) from exc
 
 
 @router.delete("/{name}", response_model=AdapterUnloaded)
