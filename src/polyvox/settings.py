@@ -57,7 +57,8 @@ class Settings(BaseSettings):
     # model selection
     model: str | None = Field(
         None,
-        description="VoxCPM2 checkpoint directory or Hugging Face repo id; unset serves the embedded voice.",
+        description="VoxCPM checkpoint directory or Hugging Face repo id (VoxCPM2, VoxCPM 1.5 or "
+        "VoxCPM-0.5B: the release is read from its config.json); unset serves the embedded voice.",
     )
     random_weights: Literal["tiny", "full"] | None = Field(
         None, description="Serve VoxCPM2 with random weights of this size (tests and benchmarks)."
