@@ -3,7 +3,8 @@
 batching engine runs bursts at each concurrency, and the official `voxcpm` package (VoxCPMModel for
 1.x, VoxCPM2Model for 2) serves the same requests one after another, its only mode. Every request
 makes exactly `--patches` patches (min_len = max_len), audio decode included; audio seconds count
-each release's own patch length (VoxCPM-0.5B: 80 ms, the others 160 ms).
+each release's own patch length (VoxCPM-0.5B: 80 ms, the others 160 ms). Each measurement runs
+`--repeats` times and the run of median throughput is kept.
 
     python bench/arch_compare.py --concurrency 1,16 --patches 16 --json out.json
 """
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import time
 import types
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -63,6 +65,12 @@ def in_own_seconds(run: dict, patch_s: float) -> dict:
     }
 
 
+def median_run(runs: Iterable[dict]) -> dict:
+    """The run of median throughput among repeats (a shared machine's load comes and goes)."""
+    ordered = sorted(runs, key=lambda run: run["audio_s_per_s"])
+    return {**ordered[len(ordered) // 2], "repeats": len(ordered)}
+
+
 def bench_arch(arch: str, size: str, directory: Path, args: argparse.Namespace) -> dict:
     write_random_checkpoint(directory, size=size, seed=0, arch=arch)
     model = checkpoint_source(directory, device="cpu", dtype="float32").load()
@@ -79,15 +87,17 @@ def bench_arch(arch: str, size: str, directory: Path, args: argparse.Namespace) 
     for c in [int(x) for x in args.concurrency.split(",")]:
         prompts = [model.build_prompt(f"{i}: {TEXT}") for i in range(c)]
         engine_bench.run_burst(core, prompts, 2, args.timesteps, CPU)  # warm-up
-        run = in_own_seconds(
-            engine_bench.run_burst(core, prompts, args.patches, args.timesteps, CPU), patch_s
+        run = median_run(
+            in_own_seconds(engine_bench.run_burst(core, prompts, args.patches, args.timesteps, CPU), patch_s)
+            for _ in range(args.repeats)
         )
         result["polyvox"].append(run)
         print(arch, "polyvox", json.dumps(run), flush=True)
     official = official_model(arch, directory)
     run_official(official, 1, 2, args.timesteps, patch_s)  # warm-up
-    result["official_sequential"] = run_official(
-        official, args.official_requests, args.patches, args.timesteps, patch_s
+    result["official_sequential"] = median_run(
+        run_official(official, args.official_requests, args.patches, args.timesteps, patch_s)
+        for _ in range(args.repeats)
     )
     print(arch, "official", json.dumps(result["official_sequential"]), flush=True)
     return result
@@ -124,6 +134,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--patches", type=int, default=16)
     ap.add_argument("--timesteps", type=int, default=10, help="LocDiT solver steps (the official default)")
     ap.add_argument("--official-requests", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each measurement; the median is kept")
     ap.add_argument("--threads", type=int, default=None, help="PyTorch intra-op threads (default: its own)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
