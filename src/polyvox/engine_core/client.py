@@ -234,8 +234,9 @@ class EngineClient:
                 if isinstance(item, BaseException):
                     finished = True  # the engine holds nothing of it any more
                     raise item
-                yield np.frombuffer(item.audio, dtype=np.float32)
-                if item.finished:
+                audio, last = item
+                yield audio
+                if last:
                     finished = True
                     return
         finally:
@@ -262,12 +263,15 @@ class EngineClient:
 
     async def _receive(self, socket: zmq.asyncio.Socket) -> None:
         while True:
-            message = m.from_engine.decode(await socket.recv())
+            frames = await socket.recv_multipart(copy=False)
+            message = m.from_engine.decode(frames[0].buffer)
             if isinstance(message, m.Outputs):
+                audio = np.frombuffer(frames[1].buffer, dtype=np.float32)
+                rows = audio.reshape(-1, message.samples) if message.samples else audio.reshape(0, 0)
                 for chunk in message.chunks:
                     sink = self._requests.get(chunk.key)
                     if sink is not None:
-                        sink.put_nowait(chunk)
+                        sink.put_nowait((rows[chunk.row], chunk.finished))
                 self.stats, self._prompt_stats = message.stats, message.prompts
             elif isinstance(message, m.Stats):
                 self.stats, self._prompt_stats = message.stats, message.prompts

@@ -1,6 +1,7 @@
 """The messages between the API server and an engine process (msgpack through msgspec). Audio crosses as
-raw float32 PCM bytes, never as pickled tensors. A client names its requests with its own `key`s; the
-engine answers each client on the socket identity it came from, so several clients can share one."""
+raw float32 PCM (a step's audio as one frame beside its message), never as pickled tensors. A client
+names its requests with its own `key`s; the engine answers each client on the socket identity it came
+from, so several clients can share one."""
 
 from __future__ import annotations
 
@@ -128,20 +129,23 @@ class StartFailed(msgspec.Struct, frozen=True, tag="start_failed"):
 
 
 class Chunk(msgspec.Struct, frozen=True, array_like=True):
-    """One 160 ms patch of one request."""
+    """One 160 ms patch of one request: row `row` of the step's audio frame."""
 
     key: int
     index: int
     finished: bool
-    audio: bytes  # mono float32 PCM at the model's output rate
+    row: int
 
 
 class Outputs(msgspec.Struct, frozen=True, tag="outputs"):
-    """One step's patches for one client, with the engine's counters after it."""
+    """One step's patches for one client, with the engine's counters after it. The message has a second
+    frame: the whole step's audio, `[rows, samples]` mono float32 PCM at the model's output rate, sent
+    without a copy (the chunks name their rows; an empty frame when the step made none)."""
 
     chunks: list[Chunk]
     stats: BatchingStats
     prompts: PromptCacheStats
+    samples: int = 0  # per row
 
 
 class Stats(msgspec.Struct, frozen=True, tag="stats"):

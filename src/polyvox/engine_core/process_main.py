@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 IDLE_POLL_MS = 100  # how often an idle engine checks that the API server is still there
 PREPARE_THREADS = 2  # prompts built (tokenised, references encoded) alongside the step loop
 
+_NO_AUDIO = np.zeros((0, 0), dtype=np.float32)
+
 Peer = bytes  # a client's socket identity
 RequestKey = tuple[Peer, int]
 
@@ -245,12 +247,14 @@ class EngineLoop:
             if out.finished:
                 del self.key_of[out.seq_id]
                 del self.seq_of[key]
-            audio = np.asarray(out.audio, dtype=np.float32).tobytes()
-            chunk = m.Chunk(key[1], out.index, out.finished, audio)
-            by_peer.setdefault(key[0], []).append(chunk)
+            by_peer.setdefault(key[0], []).append(m.Chunk(key[1], out.index, out.finished, out.row))
+        # The step's audio goes out as one frame, not copied (the runner makes a new array each step).
+        audio = np.ascontiguousarray(outputs[0].step_audio, dtype=np.float32) if outputs else _NO_AUDIO
+        samples = audio.shape[1] if audio.ndim == 2 else 0
         stats, prompts = self.core.stats(), self.worker.prompts.prompt_cache.stats()
         for peer in self.link.peers:
-            self.link.send(peer, m.Outputs(by_peer.get(peer, []), stats, prompts))
+            message = m.Outputs(by_peer.get(peer, []), stats, prompts, samples)
+            self.link.socket.send_multipart([peer, m.encode(message), audio.data], copy=False)
         self.stats_sent = True
 
     def control(self, peer: Peer, call: m.ControlCall) -> None:
