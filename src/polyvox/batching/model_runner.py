@@ -175,8 +175,11 @@ class ModelRunner:
         the chunks that complete their sequence's context go on to the DiT, in chunk order. No step
         builds per-row tensors: in steady decode those rows are the advance's own, in order."""
         is_decode = [c.is_decode for c in chunks]
-        prefills = [c for c, d in zip(chunks, is_decode, strict=True) if not d]
-        decodes = [c for c, d in zip(chunks, is_decode, strict=True) if d]
+        if all(is_decode):  # steady decode, most steps
+            prefills, decodes = [], chunks
+        else:
+            prefills = [c for c, d in zip(chunks, is_decode, strict=True) if not d]
+            decodes = [c for c, d in zip(chunks, is_decode, strict=True) if d]
         parts = []
         if prefills:
             with self._phase("prefill"):
@@ -184,18 +187,17 @@ class ModelRunner:
         if decodes:
             with self._phase("advance"):
                 parts.append(self._advance(decodes))
-        ready, rows = [], []
-        next_row = [0, len(prefills)]  # the next prefill row, the next decode row
-        for c, d in zip(chunks, is_decode, strict=True):
-            row = next_row[d]
-            next_row[d] += 1
-            if c.completes:
-                ready.append(c.seq)
-                rows.append(row)
+        lm_hidden, res_hidden, prev = (torch.cat(p) if len(p) > 1 else p[0] for p in zip(*parts, strict=True))
+        ready = [c.seq for c in chunks if c.completes]
         if not ready:
             return None
-        lm_hidden, res_hidden, prev = (torch.cat(p) if len(p) > 1 else p[0] for p in zip(*parts, strict=True))
-        if rows != list(range(len(chunks))):
+        if prefills or len(ready) < len(chunks):  # the LMs' rows are not the DiT's: pick them
+            rows = []
+            next_row = [0, len(prefills)]  # the next prefill row, the next decode row
+            for c, d in zip(chunks, is_decode, strict=True):
+                if c.completes:
+                    rows.append(next_row[d])
+                next_row[d] += 1
             index = device_tensor(rows, torch.long, self.device)
             lm_hidden, res_hidden, prev = lm_hidden[index], res_hidden[index], prev[index]
         return self._generate(ready, lm_hidden, res_hidden, prev)
@@ -319,6 +321,8 @@ class ModelRunner:
 
     def _adapters(self, seqs: list[Sequence]) -> torch.Tensor | None:
         """Each sequence's LoRA adapter slot, or None when none of them has an adapter."""
+        if self.lm.lora is None:  # no adapter was ever loaded: no sequence can hold one
+            return None
         slots = [s.adapter_slot for s in seqs]
         return device_tensor(slots, torch.long, self.device) if any(slots) else None
 

@@ -79,18 +79,21 @@ class Scheduler:
         chunks: list[ScheduledChunk] = []
         preempted = False
         i = 0
+        block_size = self.block_manager.block_size
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
             end = seq.num_computed + min(seq.num_tokens - seq.num_computed, budget)
-            while not self.block_manager.ensure_capacity(seq, end):
-                self._preempt(self.running.pop())
-                preempted = True
-                if i == len(self.running):
+            if end > len(seq.block_table) * block_size:  # a new block: preempt the newest until one is free
+                while not self.block_manager.ensure_capacity(seq, end):
+                    self._preempt(self.running.pop())
+                    preempted = True
+                    if i == len(self.running):
+                        break
+                if i == len(self.running):  # the newest was this one
                     break
-            else:
-                chunks.append(ScheduledChunk(seq, seq.num_computed, end))
-                budget -= end - seq.num_computed
-                i += 1
+            chunks.append(ScheduledChunk(seq, seq.num_computed, end))
+            budget -= end - seq.num_computed
+            i += 1
         if not preempted:
             self._admit(chunks, budget)
         return chunks
