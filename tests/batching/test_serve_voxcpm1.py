@@ -9,6 +9,7 @@ import base64
 import httpx
 import numpy as np
 import openai
+import pytest
 
 from helpers.audio import decode
 from helpers.clips import wav_bytes
@@ -57,8 +58,14 @@ def test_voxcpm1_5_random_weights_serve_the_openai_routes_at_44_1_khz(tmp_path):
 
         untranscribed = httpx.post(speech_url, json={"input": "No.", "ref_audio": clip}, timeout=60)
         designed = httpx.post(speech_url, json={"input": "No.", "instructions": "A deep voice."}, timeout=60)
+        with pytest.raises(openai.UnprocessableEntityError) as prompt_voice:
+            client.audio.voices.create(name="narrator", type="prompt", prompt="A warm, friendly voice")
         assert proc.poll() is None  # still serving
     for response, code in ((untranscribed, "cloning_unsupported"), (designed, "voice_design_unsupported")):
         assert response.status_code == 422, response.text
         error = response.json()["error"]
         assert error["code"] == code and "voxcpm1.5" in error["message"]
+    error = prompt_voice.value.body
+    assert (
+        error["code"] == "voice_design_unsupported" and "voxcpm1.5 engine cannot design" in error["message"]
+    )
