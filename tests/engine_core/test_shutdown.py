@@ -1,10 +1,13 @@
 """Shutting down with engine processes: SIGTERM lets the requests in flight on every rank finish while new
 ones get 503, then every engine process exits with the server; an API server killed with -9 leaves no
-engine behind either (each notices its parent is gone)."""
+engine behind either (each notices its parent is gone). While an engine process starts, `/ready` names
+its stages."""
 
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -13,7 +16,7 @@ import httpx
 from engine_core.processes import alive, engine_pids
 from engine_core.serving import FLAGS, LONG, SPEECH, per_rank, speak, wait_until
 from helpers.metrics import scrape
-from helpers.serve_process import polyvox_serve
+from helpers.serve_process import free_port, polyvox_serve
 
 
 def test_sigterm_drains_every_rank_then_no_engine_process_is_left(tmp_path):
@@ -48,11 +51,27 @@ def test_sigterm_drains_every_rank_then_no_engine_process_is_left(tmp_path):
     wait_until(lambda: not any(alive(pid) for pid in engines), "every engine process exited", timeout=10)
 
 
-def test_an_api_server_killed_with_9_leaves_no_engine_process(tmp_path):
-    flags = (*FLAGS, "--voices-dir", str(tmp_path / "voices"))
-    with polyvox_serve(*flags) as (proc, _):
-        engines = engine_pids(proc.pid)
-        assert len(engines) == 2
-        proc.kill()
-        proc.wait()
-        wait_until(lambda: not any(alive(pid) for pid in engines), "the orphaned engines exited", timeout=10)
+def test_ready_names_the_engine_process_stages_and_a_server_killed_with_9_leaves_no_engine(tmp_path):
+    port = free_port()
+    flags = (*FLAGS, "--voices-dir", str(tmp_path / "voices"), "--data-parallel-size", "1")
+    command = [sys.executable, "-m", "polyvox.cli", "serve", "--port", str(port), *flags]
+    url = f"http://127.0.0.1:{port}"
+    stages: set[str] = set()
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                try:
+                    ready = httpx.get(f"{url}/ready")
+                except httpx.TransportError:
+                    continue
+                if ready.status_code == 200:
+                    break
+                stages.add(ready.json()["error"]["message"].removeprefix("the engine is still starting: "))
+                time.sleep(0.05)
+            # the stages the engine process runs, not only the server's own "start the voxcpm2 engine"
+            assert "make random tiny weights on cpu" in stages, stages
+            (engine,) = engine_pids(proc.pid)
+        finally:
+            proc.kill()
+    wait_until(lambda: not alive(engine), "the orphaned engine exited", timeout=10)

@@ -113,6 +113,8 @@ class EngineClient:
         self.process = process
         socket = zmq.asyncio.Context.instance().socket(zmq.DEALER)
         socket.setsockopt(zmq.LINGER, 0)
+        socket.setsockopt(zmq.SNDHWM, 0)  # sending never waits on a busy engine
+        socket.setsockopt(zmq.RCVHWM, 0)
         socket.connect(self.address)
         self._socket = socket
         loop = asyncio.get_running_loop()
@@ -293,10 +295,11 @@ class EngineClient:
                         reply.set_result(message.result)
 
     def _show_stage(self, name: str | None) -> None:
-        """Mirror the engine's start-up stage into this process's, so `/ready` names it."""
+        """Mirror the engine's start-up stage into this process's, so `/ready` names it as the engine's
+        log line does."""
         if self._stage is not None:
             STAGES.hide(self._stage)
-        self._stage = f"engine rank {self.rank}: {name}" if name else None
+        self._stage = name
         if self._stage is not None:
             STAGES.show(self._stage)
 

@@ -59,6 +59,10 @@ def run(
     context = zmq.Context()
     socket = context.socket(zmq.ROUTER)
     socket.setsockopt(zmq.LINGER, 1000)
+    # No high-water mark: past one, a ROUTER drops messages, and a lost chunk would hang its request.
+    # Every request's output is bounded by its max_len, as the in-thread engine's queues are.
+    socket.setsockopt(zmq.SNDHWM, 0)
+    socket.setsockopt(zmq.RCVHWM, 0)
     socket.bind(address)
     link = ClientLink(socket, parent_pid)
     worker = link.start_up(spec, options)
