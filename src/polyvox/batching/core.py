@@ -156,13 +156,13 @@ class BatchingCore:
         return outputs
 
     def _outputs(self, result: StepPatches, done_at: float) -> list[StepOutput]:
-        """Append each row's patch to its sequence and retire the ones that stopped; one output per row
-        (row views of the step's tensors: no per-row copies)."""
+        """Append each row's patch to its sequence and retire the ones that stopped; one output per row.
+        Rows are referred to by index into the step's tensors: no tensor or copy per row."""
         latents = result.patches.float().transpose(1, 2).cpu()
-        rows = zip(result.seqs, result.patches.unbind(0), result.audio, result.stops, strict=True)
+        rows = zip(result.seqs, result.audio, result.stops, strict=True)
         outputs = []
-        for row, (seq, patch, audio, stop) in enumerate(rows):
-            seq.patches.append(patch)
+        for row, (seq, audio, stop) in enumerate(rows):
+            seq.patches.append(result.patches, row)
             index = len(seq.patches) - 1
             if index == 0:
                 seq.first_output_at = done_at

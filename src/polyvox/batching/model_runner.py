@@ -246,8 +246,7 @@ class ModelRunner:
     def _advance(self, chunks: list[ScheduledChunk]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Both LMs' hidden states after each chunk's one generated patch, and the patches fed (the
         DiT's previous-patch condition for the rows that complete their context)."""
-        fed = [c.seq.patches[c.start - c.seq.num_prompt_tokens] for c in chunks]
-        patches = torch.stack(fed).to(self.device, self.dtype)
+        patches = self._fed_patches(chunks).to(self.device, self.dtype)
         adapters = self._adapters([c.seq for c in chunks])
         if adapters is not None:  # the graphs hold the base model only
             lm_hidden, res_hidden = self.lm.advance(
@@ -259,6 +258,17 @@ class ModelRunner:
             out = self.advance_graphs(patches, [c.start for c in chunks], [c.seq.block_table for c in chunks])
         lm_hidden, res_hidden = out or self.lm.advance(patches, self._meta(chunks), self.base_kv, self.res_kv)
         return lm_hidden, res_hidden, patches
+
+    def _fed_patches(self, chunks: list[ScheduledChunk]) -> torch.Tensor:
+        """The patch each chunk feeds back `[B, P, D]`: in steady decode, rows of one earlier step's
+        patches, taken with one gather; else stacked one by one."""
+        tensors, rows = zip(
+            *(c.seq.patches.source(c.start - c.seq.num_prompt_tokens) for c in chunks), strict=True
+        )
+        first = tensors[0]
+        if min(rows) >= 0 and all(t is first for t in tensors):
+            return first[device_tensor(rows, torch.long, first.device)]
+        return torch.stack([t if r < 0 else t[r] for t, r in zip(tensors, rows, strict=True)])
 
     def _generate(
         self, seqs: list[Sequence], lm_hidden: torch.Tensor, res_hidden: torch.Tensor, prev: torch.Tensor

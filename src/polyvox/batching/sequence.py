@@ -7,7 +7,7 @@ import itertools
 import random
 from dataclasses import dataclass
 from enum import Enum, auto
-from typing import Protocol
+from typing import Protocol, overload
 
 import torch
 
@@ -25,6 +25,42 @@ class PromptLike(Protocol):
 
 
 NOISE_BLOCK = 32  # patches of CFM noise drawn at once per request
+
+
+class PatchHistory:
+    """A sequence's generated patches `[P, D]` in order, each kept as its step's `[B, P, D]` batch
+    tensor and its row there: appending one costs two list appends, not a tensor object per row and
+    step (which the garbage collector would walk for as long as the request lives)."""
+
+    __slots__ = ("_rows", "_sources")
+
+    def __init__(self) -> None:
+        self._sources: list[torch.Tensor] = []
+        self._rows: list[int] = []  # -1: the source is the patch itself
+
+    def append(self, patch: torch.Tensor, row: int = -1) -> None:
+        """Add `patch` `[P, D]`, or with `row`, that row of a step's patches `[B, P, D]`."""
+        self._sources.append(patch)
+        self._rows.append(row)
+
+    def source(self, index: int) -> tuple[torch.Tensor, int]:
+        """Patch `index` as (tensor, row), the row -1 when the tensor is the patch itself."""
+        return self._sources[index], self._rows[index]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> torch.Tensor: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[torch.Tensor]: ...
+
+    def __getitem__(self, index: int | slice) -> torch.Tensor | list[torch.Tensor]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        source, row = self._sources[index], self._rows[index]
+        return source if row < 0 else source[row]
 
 
 class SequenceStatus(Enum):
@@ -85,7 +121,7 @@ class Sequence:
         self.num_prompt_tokens = int(self.tokens.numel())
         if self.num_prompt_tokens == 0:
             raise ValueError("empty prompt")
-        self.patches: list[torch.Tensor] = []
+        self.patches = PatchHistory()
         self.num_computed = 0
         self.block_table: list[int] = []
         self.num_hashed_blocks = 0
