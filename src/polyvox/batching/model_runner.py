@@ -48,6 +48,19 @@ class StepPatches:
     stops: list[bool]
 
 
+@dataclass(slots=True)
+class _RowConstants:
+    """What a step's rows need that stays the same while the rows do (in steady decode, step after
+    step): built once per change of rows instead of from every sequence at every step."""
+
+    seqs: list[Sequence]
+    temperature: torch.Tensor  # [B, 1, 1], host
+    cfg: torch.Tensor  # [B], device
+    adapters: torch.Tensor | None
+    vae_slots: list[int] | None = None  # once each row holds a decoder state slot
+    vae_slot_tensor: torch.Tensor | None = None
+
+
 class ModelRunner:
     def __init__(
         self,
@@ -85,6 +98,7 @@ class ModelRunner:
         vae_param = next(vae.parameters())
         self.vae_pool = VAEStatePool(vae, config.max_num_seqs, vae_param.device, vae_param.dtype)
         self.timings: dict[str, float] | None = None  # set to {} to accumulate seconds per phase
+        self._rows: _RowConstants | None = None  # the last step's
         self.compiled = compile_step_modules(lm, vae, config.compile)
         use_graphs = config.cuda_graphs and self.device.type == "cuda"
         self.graphs = DiTGraphs(lm, config.max_graph_batch) if use_graphs else None
@@ -273,17 +287,20 @@ class ModelRunner:
     def _generate(
         self, seqs: list[Sequence], lm_hidden: torch.Tensor, res_hidden: torch.Tensor, prev: torch.Tensor
     ) -> StepPatches:
+        rows = self._rows
+        if rows is None or rows.seqs != seqs:  # compares identities: the same Sequence objects, in order
+            temperature = torch.tensor([s.params.temperature for s in seqs]).view(-1, 1, 1)
+            cfg = device_tensor([s.params.cfg_value for s in seqs], self.dtype, self.device)
+            rows = self._rows = _RowConstants(seqs, temperature, cfg, self._adapters(seqs))
         noise = torch.cat([s.next_noise(self.feat_dim, self.patch_size) for s in seqs])
-        temperature = torch.tensor([s.params.temperature for s in seqs]).view(-1, 1, 1)
-        noise = to_device(noise * temperature, self.device, self.dtype)
-        cfg = device_tensor([s.params.cfg_value for s in seqs], self.dtype, self.device)
-        adapters = self._adapters(seqs)
+        noise = to_device(noise * rows.temperature, self.device, self.dtype)
+        cfg, adapters = rows.cfg, rows.adapters
         with self._phase("dit"):
             patches = self._solve(seqs, lm_hidden, res_hidden, prev, noise, cfg, adapters)
         stops = self.lm.stop_logits(lm_hidden, adapters).argmax(dim=-1)  # read after the decode is queued
         if self.config.decode_audio:
             with self._phase("vae"):
-                audio = self._decode_audio(seqs, patches).cpu().numpy()
+                audio = self._decode_audio(rows, patches).cpu().numpy()
         else:
             audio = np.zeros((len(seqs), 0), dtype=np.float32)
         return StepPatches(seqs, patches, audio, stops.bool().tolist())
@@ -349,7 +366,24 @@ class ModelRunner:
         except SlotsBusy as exc:
             raise BackendOverloaded(str(exc)) from exc
 
-    def _decode_audio(self, seqs: list[Sequence], patches: torch.Tensor) -> torch.Tensor:
+    def _decode_audio(self, rows: _RowConstants, patches: torch.Tensor) -> torch.Tensor:
+        pool = self.vae_pool
+        if rows.vae_slots is None:
+            self._acquire_vae_slots(rows.seqs)
+            rows.vae_slots = cast("list[int]", [s.vae_slot for s in rows.seqs])  # each acquired above
+            rows.vae_slot_tensor = device_tensor(rows.vae_slots, torch.long, pool.device)
+        latents = patches.transpose(1, 2).to(pool.dtype).contiguous()  # one layout: no recompiles
+        if self.vae_graphs is not None:  # None back: decode eagerly (see cuda_graph.GraphSet)
+            audio = self.vae_graphs(latents, rows.vae_slots)
+            if audio is not None:
+                return audio
+        slots = cast("torch.Tensor", rows.vae_slot_tensor)
+        audio, state = self.vae.decode_stream(latents, pool.gather(slots))
+        pool.scatter(slots, state)
+        return audio.float()
+
+    def _acquire_vae_slots(self, seqs: list[Sequence]) -> None:
+        """A decoder state slot for each new sequence (primed with a continuation's prompt tail)."""
         pool = self.vae_pool
         for s in seqs:
             if s.vae_slot is None:
@@ -364,16 +398,6 @@ class ModelRunner:
                     )
                     _, primed = self.vae.decode_stream(context, pool.gather(slot))
                     pool.scatter(slot, primed)
-        latents = patches.transpose(1, 2).to(pool.dtype).contiguous()  # one layout: no recompiles
-        slot_ids = cast("list[int]", [s.vae_slot for s in seqs])  # each acquired above
-        if self.vae_graphs is not None:  # None back: decode eagerly (see cuda_graph.GraphSet)
-            audio = self.vae_graphs(latents, slot_ids)
-            if audio is not None:
-                return audio
-        slots = device_tensor(slot_ids, torch.long, pool.device)
-        audio, state = self.vae.decode_stream(latents, pool.gather(slots))
-        pool.scatter(slots, state)
-        return audio.float()
 
     def release(self, seq: Sequence) -> None:
         """A finished request gives its decoder state slot back."""
