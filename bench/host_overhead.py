@@ -36,9 +36,11 @@ import numpy as np
 import torch
 import zmq
 
+from polyvox.backends.base import PromptCacheStats
 from polyvox.batching.config import BatchingConfig
-from polyvox.batching.core import BatchingCore, StepOutput
+from polyvox.batching.core import BatchingCore, BatchingStats, StepOutput
 from polyvox.batching.sequence import SamplingParams
+from polyvox.engine_core.messages import Chunk, Outputs, encode
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
@@ -52,46 +54,42 @@ clock = time.thread_time
 
 # ---------------------------------------------------------------- what crosses the process boundary
 
-try:  # the engine process's own messages (engine_core/messages.py)
-    from polyvox.backends.base import PromptCacheStats
-    from polyvox.engine_core.messages import Chunk, Outputs, encode
 
-    MESSAGES = "engine_core.messages"
-except ImportError:  # a tree without the engine process: the same fields, without the counters
+class BytesChunk(msgspec.Struct, frozen=True, array_like=True):
+    """A chunk carrying its own audio, as the engine process sent them before the step's audio went
+    as one frame (`--wire chunks`, `--wire views`)."""
 
-    class Chunk(msgspec.Struct, frozen=True, array_like=True):  # type: ignore[no-redef]
-        key: int
-        index: int
-        finished: bool
-        audio: bytes
+    key: int
+    index: int
+    finished: bool
+    audio: bytes
 
-    class Outputs(msgspec.Struct, frozen=True):  # type: ignore[no-redef]
-        chunks: list[Chunk]
 
-    encode = msgspec.msgpack.Encoder().encode
-    MESSAGES = "a local copy of its Chunk (engine_core.messages absent)"
+class BytesOutputs(msgspec.Struct, frozen=True, tag="outputs"):
+    chunks: list[BytesChunk]
+    stats: BatchingStats
+    prompts: PromptCacheStats
 
-# chunks: each row's audio copied to bytes in its Chunk, as the engine process sends them today;
-# views: the same message built from memoryviews of the rows (one copy fewer: msgpack writes them);
-# frame: Chunks without audio, and the step's audio array as one more zero-copy frame, [rows, samples].
+
+# frame: engine_core.messages as the engine process sends them: chunks naming their row, and the
+#   step's audio array as a second, zero-copy frame [rows, samples];
+# chunks: each row's audio copied to bytes inside its chunk (the format before that);
+# views: the same built from memoryviews of the rows (msgpack copies them once).
 WIRES = ("chunks", "views", "frame")
 
 
 def step_frames(wire: str, outputs: list[StepOutput], core: BatchingCore) -> list[Any]:
     """A step's outputs as the frames of one message to the API process."""
-    if wire == "frame":
-        chunks = [Chunk(o.seq_id, o.index, o.finished, b"") for o in outputs]
-    else:
+    stats, prompts = core.stats(), PromptCacheStats()
+    if wire != "frame":
         audio = memoryview if wire == "views" else np.ndarray.tobytes
-        chunks = [Chunk(o.seq_id, o.index, o.finished, audio(o.audio)) for o in outputs]
-    if MESSAGES == "engine_core.messages":
-        message = Outputs(chunks, core.stats(), PromptCacheStats())
-    else:
-        message = Outputs(chunks)
-    frames = [encode(message)]
-    if wire == "frame" and outputs:
-        frames.append(outputs[0].step_audio)  # the step's rows, in the order of the chunks
-    return frames
+        chunks = [BytesChunk(o.seq_id, o.index, o.finished, audio(o.audio)) for o in outputs]
+        return [encode(BytesOutputs(chunks, stats, prompts))]
+    rows = outputs[0].step_audio if outputs else np.zeros((0, 0), dtype=np.float32)
+    message = Outputs(
+        [Chunk(o.seq_id, o.index, o.finished, o.row) for o in outputs], stats, prompts, rows.shape[1]
+    )
+    return [encode(message), rows]
 
 
 class Wire:
@@ -348,7 +346,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--prompt-len", type=int, default=128, help="prompt positions per request")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the engine's own)")
     parser.add_argument(
-        "--wire", default="chunks", help=f"how outputs cross: {', '.join(WIRES)}, comma separated"
+        "--wire", default="frame", help=f"how outputs cross: {', '.join(WIRES)}, comma separated"
     )
     parser.add_argument(
         "--device-ms", type=float, default=10.0, help="the device's step, slept between steps"
@@ -380,7 +378,6 @@ def main(argv: list[str] | None = None) -> dict:
         "torch": torch.__version__,
         "threads": args.threads,
         "command": " ".join(["bench/host_overhead.py", *(argv if argv is not None else sys.argv[1:])]),
-        "messages": MESSAGES,
         "ipc": "pyzmq PUSH/PULL over ipc://, zero-copy sends, drained by a thread",
         "shapes": "tiny LM (hidden 64, latent 4x16), 7,680-sample float32 audio per row",
         "device_ms": args.device_ms,
