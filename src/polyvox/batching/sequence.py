@@ -128,7 +128,8 @@ class Sequence:
         self.block_hashes = self._prompt_block_hashes()
         self.seed = params.seed if params.seed is not None else random.randrange(2**63)
         self.generator = torch.Generator().manual_seed(self.seed)
-        self._noise: list[torch.Tensor] = []  # drawn ahead, next last
+        self._noise = torch.empty(0)  # drawn ahead: [K, 1, D, P], the next at `_noise_next`
+        self._noise_next = 0
         self.vae_slot: int | None = None  # the model runner's streaming-decoder state slot
         self.num_preemptions = 0
         self.finish_reason: str | None = None
@@ -164,13 +165,14 @@ class Sequence:
         same numbers: PyTorch's CPU normal sampler works in blocks of 16 values, so when `D * P` is a
         multiple of 16 one draw of K patches is K draws of one. The first draw is shorter by the
         sequence id, so requests that arrive together do not all draw again in the same step."""
-        if not self._noise:
+        if self._noise_next == len(self._noise):
             block = NOISE_BLOCK if feat_dim * patch_size % 16 == 0 else 1
             if not self.patches and block > 1:
                 block = 1 + self.seq_id % block
-            drawn = torch.randn((block, 1, feat_dim, patch_size), generator=self.generator)
-            self._noise = list(reversed(drawn.unbind(0)))
-        return self._noise.pop()
+            self._noise = torch.randn((block, 1, feat_dim, patch_size), generator=self.generator)
+            self._noise_next = 0
+        self._noise_next += 1
+        return self._noise[self._noise_next - 1]
 
     def _prompt_block_hashes(self) -> list[bytes]:
         """Hash chain over the prompt's full blocks: token ids, masks and audio-feature bytes, after the
