@@ -1,7 +1,7 @@
 """Shutting down with engine processes: SIGTERM lets the requests in flight on every rank finish while new
 ones get 503, then every engine process exits with the server; an API server killed with -9 leaves no
 engine behind either (each notices its parent is gone). While an engine process starts, `/ready` names
-its stages."""
+its stages; with one rank, kill -9 of its engine makes the server 503 until that process is restarted."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import time
 
 import httpx
 
-from engine_core.processes import alive, engine_pids
+from engine_core.processes import alive, engine_pids, kill9
 from engine_core.serving import FLAGS, LONG, SPEECH, per_rank, speak, wait_until
-from helpers.metrics import scrape
+from helpers.metrics import scrape, value
 from helpers.serve_process import free_port, polyvox_serve
 
 
@@ -71,7 +71,29 @@ def test_ready_names_the_engine_process_stages_and_a_server_killed_with_9_leaves
                 time.sleep(0.05)
             # the stages the engine process runs, not only the server's own "start the voxcpm2 engine"
             assert "make random tiny weights on cpu" in stages, stages
+            (first,) = engine_pids(proc.pid)
+            _kill_9_of_the_only_engine_is_503_until_it_is_restarted_alone(url, first)
             (engine,) = engine_pids(proc.pid)
         finally:
             proc.kill()
     wait_until(lambda: not alive(engine), "the orphaned engine exited", timeout=10)
+
+
+def _kill_9_of_the_only_engine_is_503_until_it_is_restarted_alone(url: str, engine: int) -> None:
+    """DP=1: with its one rank down nothing can serve, so `/ready` and speech answer 503 (not a hang,
+    not a 500) until the rank's client has restarted that process; the engine as a whole is not
+    rebuilt by the server's supervisor."""
+    kill9(engine)
+    wait_until(lambda: httpx.get(f"{url}/ready").status_code == 503, "/ready turns 503", timeout=10)
+    wait_until(
+        lambda: httpx.get(f"{url}/ready").json().get("error", {}).get("code") == "engine_restarting",
+        "/ready says the engine is restarting",
+        timeout=10,
+    )
+    refused = speak(url, "Nobody is up.")
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "engine_not_ready"
+    wait_until(lambda: httpx.get(f"{url}/ready").status_code == 200, "the engine is back", timeout=120)
+    assert speak(url, "Back again.").status_code == 200
+    samples = scrape(url)
+    assert value(samples, "polyvox_engine_rank_restarts_total", rank="0") == 1
+    assert value(samples, "polyvox_engine_restarts_total") == 0

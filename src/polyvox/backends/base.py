@@ -162,6 +162,12 @@ class Backend(Protocol):
     @property
     def ready(self) -> bool: ...
 
+    @property
+    def restarts_itself(self) -> bool:
+        """The engine starts again by itself whatever of it dies (engine processes, each rank with its
+        own backoff): the server's supervisor then only waits, never rebuilds the whole engine."""
+        return False
+
     def validate(self, request: SynthesisRequest) -> None:
         """Raise a `BackendInputError` when the request cannot be served by this engine."""
 

@@ -75,6 +75,10 @@ class TextPipeline(Backend):
     def ready(self) -> bool:
         return self.inner.ready
 
+    @property
+    def restarts_itself(self) -> bool:
+        return self.inner.restarts_itself
+
     async def start(self) -> None:
         await self.inner.start()
         self.info = self.inner.info

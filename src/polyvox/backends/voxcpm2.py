@@ -197,6 +197,10 @@ class VoxCPM2Backend(Backend):
     def ready(self) -> bool:
         return self.engine.ready
 
+    @property
+    def restarts_itself(self) -> bool:
+        return self.engine.restarts_itself
+
     def stats(self) -> BatchingStats | None:
         """The batching engine's counters (running, waiting, KV blocks, prefix hits, step time...), summed
         over the data-parallel ranks that are up."""

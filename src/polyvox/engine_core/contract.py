@@ -12,6 +12,10 @@ from polyvox.backends.base import EngineRank, PromptCacheStats, SynthesisRequest
 
 
 class Engine(Protocol):
+    # True when a rank that dies is started again by the engine itself (engine processes): the
+    # server's supervisor must not rebuild the whole engine then, which would restart the live ranks.
+    restarts_itself: bool
+
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...

@@ -1,6 +1,7 @@
 """`DataParallelEngine`: one engine process per data-parallel rank (device) behind one API server, each
-request routed by the `Router`. A rank that dies fails only its own requests and is restarted while the
-others serve; the engine is ready while any rank is up."""
+request routed by the `Router`. A rank that dies fails only its own requests and is restarted by its
+`EngineClient` while the others serve (their processes and counters untouched); the engine is ready
+while any rank is up."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ log = logging.getLogger(__name__)
 
 
 class DataParallelEngine:
+    restarts_itself = True  # each rank's client restarts its own process (with backoff)
+
     def __init__(
         self,
         ranks: list[ModelSpec],

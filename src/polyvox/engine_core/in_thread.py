@@ -24,6 +24,8 @@ class InThreadEngine:
     """One engine in this process; the model is loaded at `start` when given as a `ModelSource`. A
     rebuilt engine (stop, start after a failure) keeps the model and the voice prompts it encoded."""
 
+    restarts_itself = False  # a dead step loop is rebuilt by the server's supervisor
+
     def __init__(self, model: VoxCPM2 | ModelSource, options: WorkerOptions) -> None:
         self._source = model if isinstance(model, ModelSource) else None
         self.options = options

@@ -2,7 +2,9 @@
 gave up after several failed steps in a row) is stopped and started again, with a growing pause
 between failed tries. Requests in flight when it died have failed already; while it restarts
 `/ready` and new speech requests answer 503. Model weights stay loaded: `stop()` / `start()` rebuild
-only the engine's runtime (its step loop, KV cache and runner).
+only the engine's runtime (its step loop, KV cache and runner). An engine that restarts its own parts
+(`restarts_itself`: engine processes, each rank restarted by its client) is only waited for: `/ready`
+says it is restarting until a rank is back.
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ class BackendSupervisor:
                 continue
             if not self.served or self.lifecycle.draining:
                 continue  # still starting for the first time, or shutting down
+            if self.backend.restarts_itself:
+                # engine processes: the dead rank's client restarts it with its own backoff; a
+                # rebuild here would race that restart and start every rank afresh
+                self.restarting = True
+                continue
             if not await self.restart():
                 await asyncio.sleep(backoff)
                 backoff = min(2 * backoff, self.max_backoff_s)
