@@ -1,11 +1,14 @@
 """`polyvox serve --data-parallel-size 2` on the CPU (tiny random weights): two engine processes behind
 one API server. A seeded request sounds as it does in-thread; a repeated voice stays on one rank; a
-client that goes away mid-stream frees its request in the engine process; kill -9 of one engine fails
-only the request it was running while the other rank serves on, `/ready` says degraded until the
-engine is back, and nothing leaks."""
+client that goes away mid-stream frees its request in the engine process; a prompt with no room to speak
+is refused by the engine process with its param; kill -9 of one engine fails only its requests, each in
+the documented way (a 500 before the first byte, an SSE `error` event, a cut chunked transfer), while
+the other rank serves on untouched, `/ready` says degraded until the engine is back, and nothing
+leaks."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -14,7 +17,7 @@ import httpx
 import openai
 import pytest
 
-from engine_core.processes import alive, engine_pids, kill9
+from engine_core.processes import alive, engine_pid_of_rank, engine_pids, freeze, kill9
 from engine_core.serving import FLAGS, LONG, SPEECH, per_rank, speak, wait_until
 from helpers.audio import decode
 from helpers.metrics import scrape, value
@@ -92,44 +95,125 @@ def test_a_client_that_goes_away_mid_stream_frees_its_request_in_the_engine(serv
     assert sum(per_rank(scrape(url), "polyvox_engine_patches_total")) == patches  # nothing runs on
 
 
-def test_kill_9_of_one_engine_fails_only_its_request_and_it_comes_back(server):
+def test_a_prompt_with_no_room_to_speak_is_refused_naming_its_part_across_the_process_boundary(server):
+    """The engine process refuses the prompt (it knows the positions); the typed error crosses back with
+    its param and code, and the server answers 422 in OpenAI's error shape."""
+    _, url = server
+    body = {"input": "Hello there.", "instructions": "a calm and warm voice, " * 80}
+    refused = httpx.post(f"{url}{SPEECH}", json=body, timeout=120)
+    assert refused.status_code == 422, refused.text
+    error = refused.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["param"] == "instructions" and "no room to speak" in error["message"]
+    assert speak(url, "And the next one speaks.").status_code == 200
+
+
+def test_kill_9_of_one_engine_fails_only_its_requests_as_documented_while_the_other_serves(server):
+    """Rank A runs an SSE stream and a chunked transfer, both past their first bytes, and then, frozen
+    (SIGSTOP) so that it cannot answer, a request with no byte yet; rank B runs two chunked transfers.
+    kill -9 of A: the SSE stream ends with an `error` event, the chunked transfer is cut, the request
+    with no byte yet gets a 500 in OpenAI's error shape. B finishes its transfers and serves new requests
+    while A restarts, its process and counters untouched; A alone is restarted and comes back."""
     pid, url = server
-    engines = engine_pids(pid)
-    assert len(engines) == 2
-    outcomes: dict[str, object] = {}
+    results: dict[str, object] = {}
+    first = {name: threading.Event() for name in ("sse", "cut", "b1", "b2")}
 
-    def stream(voice: str) -> None:
-        body = {"input": LONG, "voice": voice, "response_format": "pcm"}
-        try:
-            with httpx.stream("POST", f"{url}{SPEECH}", json=body, timeout=120) as response:
-                outcomes[voice] = (response.status_code, len(response.read()))
-        except httpx.HTTPError as exc:  # the transfer was cut: the documented failure after the first byte
-            outcomes[voice] = exc
-
-    # two voices that have never shared a rank's prefix: the router puts one request on each rank
-    threads = [threading.Thread(target=stream, args=(voice,)) for voice in ("alloy", "echo")]
-    for thread in threads:
+    def start(target, *args) -> threading.Thread:
+        thread = threading.Thread(target=target, args=(url, results, *args))
         thread.start()
-        time.sleep(0.2)
-    wait_until(lambda: all(per_rank(scrape(url), "polyvox_engine_running_requests")), "both ranks run one")
-    victim = engines[0]
-    kill9(victim)
-    wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "degraded", "/ready says degraded")
-    ready = httpx.get(f"{url}/ready")
-    assert ready.status_code == 200 and len(ready.json()["ranks_down"]) == 1
-    for thread in threads:
-        thread.join(timeout=120)
+        return thread
 
-    failed = [voice for voice, outcome in outcomes.items() if not _complete(outcome)]
-    assert len(failed) == 1, outcomes  # the killed engine's request, and only it
-    wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "ready", "the engine is back")
+    threads = [start(_sse, "sse", "alloy", first["sse"])]  # the first request: on alloy's rank, A
+    assert first["sse"].wait(120)
+    wait_until(lambda: any(per_rank(scrape(url), "polyvox_engine_running_requests")), "rank A runs it")
+    rank_a = 0 if per_rank(scrape(url), "polyvox_engine_running_requests")[0] else 1
+    rank_b = 1 - rank_a
+    # echo goes to B (A is busier); a second echo follows it; then alloy's chunked transfer to A, the
+    # less loaded rank and the one holding alloy (loads are pieces in flight, two per long request)
+    for name, voice in (("b1", "echo"), ("b2", "echo"), ("cut", "alloy")):
+        threads.append(start(_chunked, name, voice, first[name]))
+        assert first[name].wait(120), name
+    victim, survivor = engine_pid_of_rank(pid, rank_a), engine_pid_of_rank(pid, rank_b)
+
+    freeze(victim)
+    routed_to_a = _routed(url, rank_a)
+    threads.append(start(_post, "before_first_byte", "alloy"))
+    wait_until(lambda: _routed(url, rank_a) > routed_to_a, "the request is sent to the frozen rank A")
+    patches_b = per_rank(scrape(url), "polyvox_engine_patches_total")[rank_b]
+    kill9(victim)
+
+    wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "degraded", "/ready says degraded")
+    assert httpx.get(f"{url}/ready").json()["ranks_down"] == [rank_a]
+    during = speak(url, "Still here.")  # alloy's rank is down: B takes it
+    assert during.status_code == 200 and len(during.content) > 0
+    samples = scrape(url)
+    assert per_rank(samples, "polyvox_engine_up")[rank_a] == 0.0  # served while A was still restarting
+    for thread in threads:
+        thread.join(timeout=180)
+
+    refused = results["before_first_byte"]
+    assert isinstance(refused, httpx.Response) and refused.status_code == 500, refused
+    error = refused.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["code"] == "engine_error"
+    status, events = results["sse"]
+    assert status == 200 and events[0]["type"] == "speech.audio.delta"
+    assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "engine_error", events[-1]
+    assert not any(event["type"] == "speech.audio.done" for event in events)
+    assert isinstance(results["cut"], httpx.RemoteProtocolError), results["cut"]  # the transfer was cut
+    assert _complete(results["b1"]) and _complete(results["b2"]), (results["b1"], results["b2"])
+
+    wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "ready", "rank A is back")
     assert all(speak(url, f"After the crash, take {n}.").status_code == 200 for n in range(2))
     wait_until(lambda: idle(url), "every KV block is free again")
     samples = scrape(url)
     assert per_rank(samples, "polyvox_engine_up") == [1.0, 1.0]
-    assert sum(per_rank(samples, "polyvox_engine_rank_restarts_total")) == 1
+    restarts = per_rank(samples, "polyvox_engine_rank_restarts_total")
+    assert restarts[rank_a] == 1 and restarts[rank_b] == 0
+    assert value(samples, "polyvox_engine_restarts_total") == 0  # the engine as a whole was not rebuilt
+    assert per_rank(samples, "polyvox_engine_patches_total")[rank_b] > patches_b  # B's counters live on
     now = engine_pids(pid)
-    assert len(now) == 2 and victim not in now and not alive(victim)
+    assert survivor in now and len(now) == 2 and victim not in now and not alive(victim)
+
+
+def _sse(url: str, results: dict, name: str, voice: str, first: threading.Event) -> None:
+    body = {"input": LONG, "voice": voice, "response_format": "pcm", "stream_format": "sse"}
+    events: list[dict] = []
+    try:
+        with httpx.stream("POST", f"{url}{SPEECH}", json=body, timeout=180) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    events.append(json.loads(line.removeprefix("data: ")))
+                    first.set()
+        results[name] = (response.status_code, events)
+    except httpx.HTTPError as exc:
+        results[name] = exc
+    finally:
+        first.set()
+
+
+def _chunked(url: str, results: dict, name: str, voice: str, first: threading.Event) -> None:
+    body = {"input": LONG, "voice": voice, "response_format": "pcm"}
+    received = 0
+    try:
+        with httpx.stream("POST", f"{url}{SPEECH}", json=body, timeout=180) as response:
+            for piece in response.iter_bytes():
+                received += len(piece)
+                first.set()
+        results[name] = (response.status_code, received)
+    except httpx.HTTPError as exc:  # a cut transfer: the documented failure after the first byte
+        results[name] = exc
+    finally:
+        first.set()
+
+
+def _post(url: str, results: dict, name: str, voice: str) -> None:
+    results[name] = speak(url, "Before its first byte.", voice)
+
+
+def _routed(url: str, rank: int) -> float:
+    samples = scrape(url)
+    name = "polyvox_engine_routed_requests_total"
+    return sum(value(samples, name, rank=str(rank), reason=reason) for reason in ("affinity", "load"))
 
 
 def _complete(outcome: object) -> bool:
