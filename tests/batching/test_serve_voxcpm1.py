@@ -1,6 +1,7 @@
 """`polyvox serve --random-weights tiny --arch voxcpm1.5` (the command, as a child process) answers the
 OpenAI routes at VoxCPM 1.5's own 44.1 kHz through the batching engine, names the model truly, continues
-a transcribed clip, and refuses the modes VoxCPM 1.5 lacks with a 422 naming it."""
+a transcribed clip, and refuses the modes VoxCPM 1.5 lacks with a 422 naming it; its engine's log line
+names the release."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ PATCH_S = 4 * 1764 / RATE  # 160 ms: a patch of 4 latent frames of 1,764 samples
 def test_voxcpm1_5_random_weights_serve_the_openai_routes_at_44_1_khz(tmp_path):
     flags = (
         "--random-weights", "tiny", "--arch", "voxcpm1.5", "--device", "cpu", "--default-sample-rate",
-        "native", "--no-cache-enabled", "--voices-dir", str(tmp_path / "voices"), "--log-level", "warning",
+        "native", "--no-cache-enabled", "--voices-dir", str(tmp_path / "voices"), "--log-level", "info",
     )  # fmt: skip
     with polyvox_serve(*flags) as (proc, url):
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=300)
@@ -61,6 +62,7 @@ def test_voxcpm1_5_random_weights_serve_the_openai_routes_at_44_1_khz(tmp_path):
         with pytest.raises(openai.UnprocessableEntityError) as prompt_voice:
             client.audio.voices.create(name="narrator", type="prompt", prompt="A warm, friendly voice")
         assert proc.poll() is None  # still serving
+    assert "voxcpm1.5 engine: " in proc.stdout.read()  # the engine process's log names the release
     for response, code in ((untranscribed, "cloning_unsupported"), (designed, "voice_design_unsupported")):
         assert response.status_code == 422, response.text
         error = response.json()["error"]

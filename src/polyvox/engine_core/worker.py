@@ -1,6 +1,6 @@
-"""`EngineWorker`: the engine side of VoxCPM2 serving, a loaded model with its `BatchingCore` and the
-`PromptBuilder` that turns a `SynthesisRequest` into what the core runs. The in-thread engine and the
-engine process both use it, so they make the same audio."""
+"""`EngineWorker`: the engine side of serving any VoxCPM release, a loaded model with its `BatchingCore`
+and the `PromptBuilder` that turns a `SynthesisRequest` into what the core runs. The in-thread engine
+and the engine process both use it, so they make the same audio."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ class EngineWorker:
         with stage("build the batching core (KV cache, attention, compile)"):
             self.core = BatchingCore(model.lm, model.vae, model.config, config, model.device, model.dtype)
         log.info(
-            "VoxCPM2 engine: %d KV blocks of %d positions on %s",
+            "%s engine: %d KV blocks of %d positions on %s",
+            model.arch,  # the release served (voxcpm1, voxcpm1.5, voxcpm2): the core is the same
             self.core.block_manager.num_blocks,
             config.kv_block_size,
             model.device,
