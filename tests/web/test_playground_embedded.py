@@ -1,6 +1,6 @@
 """The playground against `polyvox serve` with the embedded voice, in headless Chromium: speaking plays
 the stream through the page's audio graph with the right figures, every control reaches the request,
-the download is the chosen format, and the Code tab's snippets run."""
+the download is the chosen format, and the Code tab's snippets run; the Server tab shows the prefix-cache hit rate over every engine rank."""
 
 from __future__ import annotations
 
@@ -152,3 +152,28 @@ def test_on_a_phone_in_dark_mode_every_tab_fits_the_screen(page, embedded_server
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"the {tab} tab is wider than a phone by {overflow} px"
         page.screenshot(path=str(artifacts / f"phone-dark-{tab}.png"), full_page=True)
+
+
+# What /metrics says of two data-parallel engine ranks whose prefix caches did differently well.
+TWO_RANKS = """\
+# TYPE polyvox_engine_prefix_cache_queries_total counter
+polyvox_engine_prefix_cache_queries_total{rank="0"} 100.0
+polyvox_engine_prefix_cache_queries_total{rank="1"} 300.0
+# TYPE polyvox_engine_prefix_cache_hits_total counter
+polyvox_engine_prefix_cache_hits_total{rank="0"} 90.0
+polyvox_engine_prefix_cache_hits_total{rank="1"} 150.0
+# TYPE polyvox_engine_prefix_cache_hit_rate gauge
+polyvox_engine_prefix_cache_hit_rate{rank="0"} 0.9
+polyvox_engine_prefix_cache_hit_rate{rank="1"} 0.5
+"""
+
+
+def test_the_server_tab_shows_the_prefix_cache_hit_rate_over_every_rank(page, embedded_server):
+    """All the ranks' hits over all their lookups (240 of 400: 60 %), not their rates added up (140 %).
+    The page is given a two-rank /metrics: the embedded voice has no engine ranks of its own."""
+    page.route(
+        "**/metrics", lambda route: route.fulfill(status=200, content_type="text/plain", body=TWO_RANKS)
+    )
+    open_playground(page, embedded_server)
+    page.click("#tab-server")
+    assert wait_for_text(page, "#server-prefix", "blocks") == "60.0 % of 400 blocks"

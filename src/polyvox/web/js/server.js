@@ -79,9 +79,10 @@ export class ServerTab {
     const free = total(samples, "polyvox_engine_kv_blocks_free");
     $("server-kv").textContent =
       used === null ? "–" : `${percent(used / Math.max(1, used + free))} (${used} of ${used + free} blocks)`;
+    // Over every data-parallel rank: hits over lookups, both summed (the ranks' own rates do not add up).
     const queries = total(samples, "polyvox_engine_prefix_cache_queries_total");
-    const prefixRate = total(samples, "polyvox_engine_prefix_cache_hit_rate");
-    $("server-prefix").textContent = queries ? `${percent(prefixRate)} of ${queries} blocks` : "no lookups yet";
+    const prefixHits = total(samples, "polyvox_engine_prefix_cache_hits_total") ?? 0;
+    $("server-prefix").textContent = queries ? `${percent(prefixHits / queries)} of ${queries} blocks` : "no lookups yet";
     if (queries === null) $("server-prefix").textContent = "–";
     const lookups = total(samples, "polyvox_cache_lookups_total");
     const hits = total(samples, "polyvox_cache_lookups_total", { result: "hit" }) || 0;
