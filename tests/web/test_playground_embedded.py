@@ -1,6 +1,7 @@
 """The playground against `polyvox serve` with the embedded voice, in headless Chromium: speaking plays
 the stream through the page's audio graph with the right figures, every control reaches the request,
-the download is the chosen format, and the Code tab's snippets run; the Server tab shows the prefix-cache hit rate over every engine rank."""
+the download is the chosen format, and the Code tab's snippets run; the Server tab shows the prefix-cache
+hit rate over every engine rank."""
 
 from __future__ import annotations
 
