@@ -45,13 +45,15 @@ def adapter(directory, seed: int):
 )
 def served(request, tmp_path_factory):
     """The server, with its engine in a process of its own, in a thread of the server's, and in two
-    data-parallel processes (an adapter loaded at run time must reach both)."""
+    data-parallel processes (an adapter loaded at run time must reach both); one adapter slot per rank,
+    and long text spoken as one piece (a request holds its adapter for all of it)."""
     root = tmp_path_factory.mktemp("lora")
     flags = (
         "--random-weights", "tiny", "--device", "cpu", "--num-kv-blocks", "512", "--no-cache-enabled",
         "--voices-dir", str(root / "voices"), "--log-level", "warning",
         "--api-keys", USER, "--admin-api-keys", ADMIN,
-        "--lora", f"alice={adapter(root / 'alice', seed=1)}", *request.param,
+        "--lora", f"alice={adapter(root / 'alice', seed=1)}", "--lora-max-loaded", "1",
+        "--max-piece-chars", "2000", *request.param,
     )  # fmt: skip
     with polyvox_serve(*flags) as (proc, url):
         yield url, root
@@ -90,6 +92,11 @@ def wait_until_every_rank_is_up(url: str, timeout: float = 120.0) -> None:
             return
         assert time.monotonic() < deadline, "the engine ranks did not all come up"
         time.sleep(0.2)
+
+
+def ranks_up(url: str) -> int:
+    answer = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {USER}"})
+    return sum(1 for (name, _), v in parse(answer.text).items() if name == "polyvox_engine_up" and v)
 
 
 def differ(a: np.ndarray, b: np.ndarray) -> bool:
@@ -203,3 +210,45 @@ def test_serve_does_not_start_with_an_adapter_that_does_not_fit(tmp_path, engine
     assert done.returncode != 0
     assert "LoRA adapter 'dave'" in done.stdout + done.stderr
     assert "another base model" in done.stdout + done.stderr
+
+
+def test_a_request_finding_every_adapter_slot_pinned_gets_429_with_retry_after(served):
+    """One adapter slot per rank: while alice speaks on every rank, a request for another adapter cannot
+    be placed; it is refused as overloaded (429, OpenAI's shape, Retry-After) whether the engine runs in
+    a process or in a thread, and speaks once a slot is free again."""
+    url, root = served
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    wait_until_every_rank_is_up(url)
+    path = str(adapter(root / "erin", seed=4))
+    loaded = httpx.post(f"{url}/admin/lora", json={"name": "erin", "path": path}, headers=admin, timeout=60)
+    assert loaded.status_code == 201, loaded.text
+    long_text = "This is a long sentence that goes on for a while, so the model has room to speak. " * 16
+    body = {"model": "voxcpm2", "voice": "alice", "input": long_text, "response_format": "pcm", "seed": 7}
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {USER}"}, timeout=300) as http:
+        streams = [http.stream("POST", "/v1/audio/speech", json=body) for _ in range(ranks_up(url))]
+        try:
+            # one per rank (plain requests go to the least loaded); each speaking now, alice's slot pinned
+            # (the iterators are kept: one collected would close its stream)
+            readers = [stream.__enter__().iter_bytes() for stream in streams]
+            for reader in readers:
+                next(reader)
+            client = openai.OpenAI(base_url=f"{url}/v1", api_key=USER, max_retries=0, timeout=300)
+            with pytest.raises(openai.RateLimitError) as caught:
+                client.audio.speech.create(model="voxcpm2", voice="erin", input="Hi.", response_format="wav")
+        finally:
+            for stream in streams:
+                stream.__exit__(None, None, None)
+    refused = caught.value
+    assert refused.status_code == 429 and int(refused.response.headers["Retry-After"]) >= 1
+    error = refused.body
+    assert error["code"] == "rate_limit_exceeded" and "'erin'" in error["message"]
+    assert "adapter slots" in error["message"]
+    deadline = time.monotonic() + 60
+    while True:  # the closed streams are aborted between steps: their slots come free
+        try:
+            speak(url, "erin")
+            break
+        except openai.RateLimitError:
+            assert time.monotonic() < deadline, "the adapter slots never came free"
+            time.sleep(0.2)
+    assert httpx.delete(f"{url}/admin/lora/erin", headers=admin).status_code == 200

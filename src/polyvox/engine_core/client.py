@@ -24,7 +24,7 @@ import zmq
 import zmq.asyncio
 
 from polyvox.backends.base import PromptCacheStats, SynthesisRequest
-from polyvox.backends.errors import BackendError, BackendInputError
+from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded
 from polyvox.batching.core import BatchingStats
 from polyvox.engine_core import messages as m
 from polyvox.engine_core import process_main
@@ -316,6 +316,8 @@ class EngineClient:
 def _error_of(failure: m.Failed) -> Exception:
     if failure.kind == "input":
         return BackendInputError(failure.message, param=failure.param, code=failure.code)
+    if failure.kind == "overloaded":
+        return BackendOverloaded(failure.message)
     return BackendError(failure.message)
 
 

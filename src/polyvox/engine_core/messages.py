@@ -155,12 +155,13 @@ class Stats(msgspec.Struct, frozen=True, tag="stats"):
     prompts: PromptCacheStats
 
 
-ErrorKind = Literal["input", "failed"]
+ErrorKind = Literal["input", "overloaded", "failed"]
 
 
 class Failed(msgspec.Struct, frozen=True, tag="failed"):
-    """A request failed: `input` (its prompt cannot be served; param and code name why, a 422) or
-    `failed` (the step running it failed; the engine goes on with the others)."""
+    """A request failed: `input` (its prompt cannot be served; param and code name why, a 422),
+    `overloaded` (the engine cannot take it now, e.g. every LoRA adapter slot is pinned: a 429 to retry)
+    or `failed` (the step running it failed; the engine goes on with the others)."""
 
     key: int
     kind: ErrorKind

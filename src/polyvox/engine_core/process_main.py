@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 import zmq
 
-from polyvox.backends.errors import BackendInputError
+from polyvox.backends.errors import BackendInputError, BackendOverloaded
 from polyvox.batching.async_core import MAX_CONSECUTIVE_FAILURES
 from polyvox.batching.core import StepFailed, StepOutput
 from polyvox.engine_core import messages as m
@@ -233,6 +233,9 @@ class EngineLoop:
                 seq = self.core.add_request(prompt, params, str(key[1]))
             except BackendInputError as exc:
                 self.link.send(key[0], m.Failed(key[1], "input", exc.message, exc.param, exc.code))
+                continue
+            except BackendOverloaded as exc:
+                self.link.send(key[0], m.Failed(key[1], "overloaded", str(exc)))
                 continue
             except Exception as exc:
                 log.exception("preparing a request failed")
