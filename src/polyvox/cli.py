@@ -178,6 +178,8 @@ def add_say(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--instructions", default=None, help="Style instructions, for engines that follow them."
     )
+    parser.add_argument("--seed", type=int, default=None, help="Sampling noise seed (default: random).")
+    # --lora (a settings flag) speaks with the adapter; say also takes a bare DIR, named after it
     add_settings_flags(parser)
     parser.set_defaults(func=run_say)
 
@@ -190,8 +192,11 @@ async def synthesize_file(
     speed: float = 1.0,
     sample_rate: int | None = None,
     instructions: str | None = None,
+    seed: int | None = None,
+    lora: str | None = None,
 ) -> bytes:
-    """The whole utterance as a file of `fmt`: engine and OutputPipeline, no server."""
+    """The whole utterance as a file of `fmt`: engine and OutputPipeline, no server. `lora`: the name of
+    one of `settings.lora`'s adapters to speak with."""
     from polyvox.audio.encode import complete_file
     from polyvox.audio.formats import resolve
     from polyvox.audio.pipeline import OutputPipeline
@@ -212,7 +217,9 @@ async def synthesize_file(
         # Without --sample-rate the file keeps the engine's own rate (fitted to the format; pcm: 24 kHz).
         audio_format, out_rate = resolve(fmt, sample_rate, default_rate=backend.info.sample_rate)
         backend_speed, pipeline_speed = backend.info.capabilities.split_speed(speed)
-        request = SynthesisRequest(text=text, voice=voice, speed=backend_speed, instructions=instructions)
+        request = SynthesisRequest(
+            text=text, voice=voice, speed=backend_speed, instructions=instructions, seed=seed, lora=lora
+        )
         backend.validate(request)
         pipeline = OutputPipeline(backend.info.sample_rate, out_rate, audio_format, speed=pipeline_speed)
         parts = [await asyncio.to_thread(pipeline.push, chunk) async for chunk in backend.generate(request)]
@@ -226,16 +233,33 @@ def run_say(args: argparse.Namespace) -> int:
     from polyvox.audio.errors import UnsupportedFormat
     from polyvox.backends.errors import BackendError, BackendInputError
 
+    if hasattr(args, "lora"):
+        args.lora = [_named_adapter(entry) for entry in args.lora]
     # One utterance: the engine steps in this process (an engine process would only add its start-up).
     settings = settings_from_args(args).model_copy(update={"engine_process": False, "data_parallel_size": 1})
     setup_logging("warning" if settings.log_level == "info" else settings.log_level, settings.log_format)
     if not 0.25 <= args.speed <= 4.0:
         print("polyvox say: --speed must be between 0.25 and 4.0", file=sys.stderr)
         return 2
+    lora = args.voice if args.voice in settings.lora else None
+    if lora is None and len(settings.lora) == 1:
+        lora = next(iter(settings.lora))
+    elif lora is None and settings.lora:
+        names = ", ".join(sorted(settings.lora))
+        print(f"polyvox say: several LoRA adapters ({names}): pick one with --voice NAME", file=sys.stderr)
+        return 2
     try:
         data = asyncio.run(
             synthesize_file(
-                settings, args.text, args.voice, args.format, args.speed, args.sample_rate, args.instructions
+                settings,
+                args.text,
+                args.voice,
+                args.format,
+                args.speed,
+                args.sample_rate,
+                args.instructions,
+                seed=args.seed,
+                lora=lora,
             )
         )
     except (BackendInputError, UnsupportedFormat) as exc:
@@ -252,6 +276,16 @@ def run_say(args: argparse.Namespace) -> int:
         path.write_bytes(data)
         print(f"wrote {path} ({len(data)} bytes)", file=sys.stderr)
     return 0
+
+
+def _named_adapter(entry: str) -> str:
+    """`--lora DIR` as `NAME=DIR`: named after its directory (or `lora` when that cannot be a name)."""
+    if "=" in entry:
+        return entry
+    from polyvox.voices.store import NAME_PATTERN
+
+    name = Path(entry).name
+    return f"{name if NAME_PATTERN.fullmatch(name) else 'lora'}={entry}"
 
 
 # --- bench -----------------------------------------------------------------------------------------
