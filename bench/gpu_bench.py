@@ -3,19 +3,26 @@ reference measured in the same run. Writes JSON under $OUT and prints a short su
 
 The device machine has torch, numpy, safetensors and tokenizers; bring the rest as Python 3.12
 manylinux wheels in `.whl` (git-ignored): pydantic, pydantic-core, annotated-types,
-typing-inspection for polyvox's model config; voxcpm==2.0.3, librosa==1.0.0, soundfile, cffi,
-pycparser, soxr, audioread, pooch, decorator, platformdirs, standard-aifc, standard-sunau for the
-reference; and copy `../shared/anchors/*.py` into `.anchors/` (git-ignored). Then, as one call:
+typing-inspection, typing-extensions for polyvox's model config; for the served path (`polyvox
+serve` and `polyvox bench`): fastapi, starlette, annotated-doc, uvicorn, h11, click, anyio, idna,
+python-multipart, pydantic-settings, python-dotenv, websockets, pyzmq, msgspec, av, soxr,
+prometheus-client, httpx, httpcore, certifi, filelock; voxcpm==2.0.3, librosa==1.0.0, soundfile,
+cffi, pycparser, soxr, audioread, pooch, decorator, platformdirs, standard-aifc, standard-sunau for
+the reference; and copy `../shared/anchors/*.py` into `.anchors/` (git-ignored). Then, as one call:
 
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
       && export PYTHONPATH=/tmp/site:src; python3 bench/gpu_bench.py     # carry: .whl, .anchors
 
 Sections, in order of need (each skipped when the budget runs short): smoke (tiny, correctness
-checks), the engine table, the official reference (eager and compiled), a step profile, decode
-attention in both SDPA forms, the engine with torch.compile at c=64, the two prefill policies under
-arriving load (mixed, adaptive, separate).
+checks), the engine table, the served path (`bench/served_bench.py`: `polyvox serve --random-weights
+SIZE`, its engine in a process of its own at DP=1, driven by `polyvox bench --stream` at
+SERVED_CONCURRENCY, default 64, and reported beside the engine table's row at that concurrency), the
+official reference (eager and compiled), a step profile, decode attention in both SDPA forms, the
+engine with torch.compile at c=64, the two prefill policies under arriving load (mixed, adaptive,
+separate).
 `BUDGET_S` (default 480) bounds the whole run; `DEVICE=cpu SIZE=tiny` dry-runs it on a CPU;
-`SECTIONS=smoke_tiny,engine_full,...` runs only those.
+`SECTIONS=smoke_tiny,engine_full,...` runs only those; SERVED_REQUESTS and SERVED_INPUT shorten the
+served path's run (default: twice its concurrency, `polyvox bench`'s ~10 s paragraph).
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ CONCURRENCY = os.environ.get("CONCURRENCY", "1,8,32,64,128,256,512")
 DEVICE = os.environ.get("DEVICE", "cuda")  # DEVICE=cpu SIZE=tiny: a dry run of this script on a CPU
 SIZE = os.environ.get("SIZE", "full")
 SECTIONS = os.environ.get("SECTIONS", "")  # e.g. "smoke_tiny,engine_full": only these (default: all)
+SERVED_CONCURRENCY = int(os.environ.get("SERVED_CONCURRENCY", "64"))
+SERVED_REQUESTS = os.environ.get("SERVED_REQUESTS", "")  # default: twice the concurrency
+SERVED_INPUT = os.environ.get("SERVED_INPUT", "")  # default: polyvox bench's ~10 s paragraph
 T0 = time.monotonic()
 
 
@@ -163,6 +173,12 @@ def main() -> None:
          "--patches", "63", "--max-num-seqs", "512", "--json", str(OUT / "engine_full.json")],
         left() - 270, env,
     )  # fmt: skip
+    if left() > 150:  # HTTP + engine: the same machine's served throughput beside the engine's
+        served = [py, "bench/served_bench.py", "--size", SIZE, "--device", DEVICE,
+                  "--concurrency", str(SERVED_CONCURRENCY), "--json", str(OUT / "served.json")]  # fmt: skip
+        served += ["--requests", SERVED_REQUESTS] if SERVED_REQUESTS else []
+        served += ["--input", SERVED_INPUT] if SERVED_INPUT else []
+        sections["served"] = run("served", served, min(150, left() - 120), env)
     anchors = ROOT / ".anchors" / "voxcpm_reference.py"
     if anchors.exists() and left() > 60:
         ref_budget = min(110, left() - 100)
@@ -197,6 +213,7 @@ def main() -> None:
     names = (
         "smoke_tiny",
         "engine_full",
+        "served",
         "engine_compiled",
         "profile",
         "attention",
@@ -209,13 +226,24 @@ def main() -> None:
         path = OUT / f"{name}.json"
         if path.exists():
             summary[name] = json.loads(path.read_text())
+    full, served = summary.get("engine_full", {}), summary.get("served", {})
+    if served:  # served throughput over the engine alone's at the same concurrency
+        alone = next((r for r in full.get("runs", []) if r["concurrency"] == served["concurrency"]), None)
+        ratio = served["throughput_audio_s_per_s"] / alone["audio_s_per_s"] if alone else None
+        summary["served_vs_engine"] = round(ratio, 3) if ratio is not None else None
     (OUT / "summary.json").write_text(json.dumps(summary, indent=1))
     print("\n==== SUMMARY ====")
-    full = summary.get("engine_full", {})
     for r in full.get("runs", []):
         print(
             f"polyvox c={r['concurrency']:>4}: {r['audio_s_per_s']:>8} audio-s/s  ttfa p50 {r['ttfa_p50_s']}s"
             f" p95 {r['ttfa_p95_s']}s  rtf {r['rtf_mean']}  step {r['mean_step_ms']}ms"
+        )
+    if served:
+        print(
+            f"served   c={served['concurrency']:>4}: {served['throughput_audio_s_per_s']:>8.1f} audio-s/s"
+            f"  ttfa p50 {served['ttfa_p50_s']:.3f}s p95 {served['ttfa_p95_s']:.3f}s"
+            f"  viability {served['streaming_viability']}  errors {served['errors']}"
+            f"  (polyvox serve, engine process, DP=1; served / engine alone: {summary['served_vs_engine']})"
         )
     compiled = summary.get("engine_compiled", {})
     for r in compiled.get("runs", []):

@@ -1,6 +1,7 @@
 """The benchmark scripts run end to end on the CPU (tiny model), so a GPU session never discovers a
 broken script on the device: `bench/engine_bench.py` (bursts with the correctness check, and the
-closed loop under both prefill policies) and `bench/gpu_bench.py` orchestrating its sections."""
+closed loop under both prefill policies) and `bench/gpu_bench.py` orchestrating its sections, the served
+path (`polyvox serve` driven by `polyvox bench`) among them."""
 
 from __future__ import annotations
 
@@ -57,7 +58,11 @@ def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
         "SIZE": "tiny",
         "CONCURRENCY": "1,2",
         "PROFILE_BATCHES": "1,2",
-        "SECTIONS": "smoke_tiny,engine_full,profile,attention",
+        # attention_bench has its own test below; the served path starts a real server in its place
+        "SECTIONS": "smoke_tiny,engine_full,profile,served",
+        "SERVED_CONCURRENCY": "2",
+        "SERVED_REQUESTS": "2",
+        "SERVED_INPUT": "A short line.",
         "OUT": str(tmp_path),
         "BUDGET_S": "340",
     }
@@ -67,11 +72,17 @@ def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
     assert completed.returncode == 0, completed.stdout[-2000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     ran = {name: s["rc"] for name, s in summary["sections"].items()}
-    assert ran["smoke_tiny"] == ran["engine_full"] == ran["profile"] == ran["attention"] == 0
-    assert ran["engine_compiled"] == "skipped"
+    assert ran["smoke_tiny"] == ran["engine_full"] == ran["profile"] == ran["served"] == 0
+    assert ran["engine_compiled"] == ran["attention"] == "skipped"
     assert [r["concurrency"] for r in summary["engine_full"]["runs"]] == [1, 2]
     assert set(summary["profile"]) == {"1", "2"}
-    assert "==== SUMMARY ====" in completed.stdout and "attention b=64" in completed.stdout
+    # the served path: polyvox serve (engine process, DP=1) driven by polyvox bench --stream
+    served = summary["served"]
+    assert (served["mode"], served["concurrency"], served["requests"]) == ("stream", 2, 2)
+    assert served["errors"] == 0
+    assert served["throughput_audio_s_per_s"] > 0 and 0 < served["ttfa_p50_s"] <= served["ttfa_p95_s"]
+    assert "--random-weights" in served["serve_command"] and summary["served_vs_engine"] > 0
+    assert "==== SUMMARY ====" in completed.stdout and "served   c=   2" in completed.stdout
 
 
 def test_op_count_counts_every_phase_of_a_decode_step_at_full_depth(tmp_path):
