@@ -4,11 +4,13 @@ reference measured in the same run. Writes JSON under $OUT and prints a short su
 The device machine has torch, numpy, safetensors and tokenizers; bring the rest as Python 3.12
 manylinux wheels in `.whl` (git-ignored): pydantic, pydantic-core, annotated-types,
 typing-inspection, typing-extensions for polyvox's model config; for the served path (`polyvox
-serve` and `polyvox bench`): fastapi, starlette, annotated-doc, uvicorn, h11, click, anyio, idna,
-python-multipart, pydantic-settings, python-dotenv, websockets, pyzmq, msgspec, av, soxr,
-prometheus-client, httpx, httpcore, certifi, filelock; voxcpm==2.0.3, librosa==1.0.0, soundfile,
-cffi, pycparser, soxr, audioread, pooch, decorator, platformdirs, standard-aifc, standard-sunau for
-the reference; and copy `../shared/anchors/*.py` into `.anchors/` (git-ignored). Then, as one call:
+serve` and `polyvox bench`): fastapi, starlette, annotated-doc, opentelemetry-api, uvicorn, h11,
+click, anyio, idna, python-multipart, pydantic-settings, python-dotenv, websockets, pyzmq, msgspec,
+av, soxr, prometheus-client, httpx, httpcore, certifi, filelock, redis (imported, not connected;
+av's wheel is the largest: mind the 64 MiB a device call carries); voxcpm==2.0.3, librosa==1.0.0,
+soundfile, cffi, pycparser, soxr, audioread, pooch, decorator, platformdirs, standard-aifc,
+standard-sunau for the reference; and copy `../shared/anchors/*.py` into `.anchors/` (git-ignored).
+Then, as one call:
 
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl \
       && export PYTHONPATH=/tmp/site:src; python3 bench/gpu_bench.py     # carry: .whl, .anchors
