@@ -334,6 +334,12 @@ def add_bench(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="Let the server answer from its audio cache (default: bypass it).",
     )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="One sampling seed for every request: the same audio each time, so runs compare like for like.",
+    )
     parser.add_argument("--json", action="store_true", help="Print exactly one JSON object.")
     parser.set_defaults(func=run_bench)
 
@@ -355,6 +361,7 @@ def run_bench(args: argparse.Namespace) -> int:
         model=args.model,
         timeout_s=args.timeout,
         use_cache=args.cache,
+        seed=args.seed,
     )
     report = asyncio.run(run_load(config))
     print(json.dumps(report) if args.json else format_report(report))

@@ -47,6 +47,7 @@ class BenchConfig:
     sample_rate: int = 24000
     timeout_s: float = 600.0
     use_cache: bool = False  # off: every request is synthesised (Cache-Control: no-store), not replayed
+    seed: int | None = None  # one sampling seed for every request: the same audio, so the same length
 
 
 @dataclass
@@ -106,6 +107,8 @@ async def _one(client: httpx.AsyncClient, config: BenchConfig) -> Sample:
         "response_format": config.response_format,
     }
     payload |= MODE_FIELDS[config.mode]
+    if config.seed is not None:
+        payload["seed"] = config.seed
     sample = Sample()
     parts: list[bytes] = []
     sent = time.perf_counter()

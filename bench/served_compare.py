@@ -1,0 +1,217 @@
+"""The served comparison issue #13 asks for, in one run: `polyvox serve --random-weights SIZE --device
+cpu --no-cache-enabled` started three ways (the engine in a thread of the server, `--no-engine-process`;
+the engine in a process of its own, one rank; two ranks, `--data-parallel-size 2`), each driven by
+`polyvox bench --stream` at every concurrency asked for with the same requests (same text, voice, format
+and sampling seed, so the same audio and output length), one server start per way. Writes every row
+(polyvox bench's report, the load average before and after it) as JSON and prints the table
+BENCHMARKS.md keeps.
+
+    python bench/served_compare.py --json bench/results/2026-11-30-cpu-served/served_compare.json
+    python bench/served_compare.py --concurrency 1 --requests-per-stream 1 --input "A short line."
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import platform
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+WARM_UP = "One sentence to warm the server up."
+
+# name -> extra `polyvox serve` flags
+WAYS = {
+    "in-thread": ["--no-engine-process"],
+    "process DP=1": ["--engine-process", "--data-parallel-size", "1"],
+    "process DP=2": ["--engine-process", "--data-parallel-size", "2"],
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def die_with_parent() -> None:
+    """Runs in the server's child before exec: the server goes when this script goes, even by SIGKILL."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def wait_ready(proc: subprocess.Popen, url: str, timeout_s: float) -> float:
+    """Seconds until /ready answered 200; RuntimeError if the server exits or never gets there."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if proc.poll() is not None:
+            raise RuntimeError(f"polyvox serve exited with {proc.returncode} before it was ready")
+        try:
+            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
+                return time.monotonic() - started
+        except httpx.TransportError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"polyvox serve was not ready after {timeout_s:.0f} s")
+
+
+def load_average() -> list[float]:
+    return [round(value, 2) for value in os.getloadavg()]
+
+
+def warm_up(url: str, voice: str, ranks: int) -> None:
+    """One request (it generates and freezes the builtin voice), then one per rank at once, before
+    measuring: with DP=2 the second rank would otherwise pay its first step inside the c=1 row."""
+    body = {"input": WARM_UP, "voice": voice, "response_format": "pcm"}
+    with httpx.Client(timeout=600) as client:
+        client.post(f"{url}/v1/audio/speech", json=body).raise_for_status()
+    if ranks > 1:
+        bench = [
+            sys.executable, "-m", "polyvox.cli", "bench", "--url", url, "--stream", "--json",
+            "--concurrency", str(ranks), "--requests", str(ranks), "--voice", voice, "--input", WARM_UP,
+        ]  # fmt: skip
+        subprocess.run(bench, check=True, capture_output=True, text=True)
+
+
+def measure_way(name: str, flags: list[str], args: argparse.Namespace, workdir: Path) -> list[dict]:
+    """Start one server, measure every concurrency against it, stop it; one row per concurrency."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    serve = [
+        sys.executable, "-m", "polyvox.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+        "--random-weights", args.size, "--device", "cpu", "--no-cache-enabled",
+        "--voices-dir", str(workdir / "voices"), "--log-level", "warning",
+        *flags, *shlex.split(args.serve_args),
+    ]  # fmt: skip
+    ranks = int(flags[flags.index("--data-parallel-size") + 1]) if "--data-parallel-size" in flags else 1
+    log_path = workdir / f"serve-{len(list(workdir.glob('serve-*.log')))}.log"
+    rows = []
+    with (
+        open(log_path, "w") as log,
+        subprocess.Popen(serve, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent) as proc,
+    ):
+        try:
+            ready_s = wait_ready(proc, url, args.ready_timeout)
+            warm_up(url, args.voice, ranks)
+            for concurrency in args.concurrency:
+                requests = max(args.min_requests, args.requests_per_stream * concurrency)
+                bench = [
+                    sys.executable, "-m", "polyvox.cli", "bench", "--url", url, "--stream", "--json",
+                    "--concurrency", str(concurrency), "--requests", str(requests), "--voice", args.voice,
+                    "--seed", str(args.seed), *(["--input", args.input] if args.input else []),
+                ]  # fmt: skip
+                load_before = load_average()
+                done = subprocess.run(bench, check=True, capture_output=True, text=True)
+                report = json.loads(done.stdout)
+                row = {
+                    "way": name,
+                    "seed": args.seed,
+                    "load_avg_before": load_before,
+                    "load_avg_after": load_average(),
+                    **report,
+                }
+                rows.append({**row, "serve_command": serve, "server_ready_s": round(ready_s, 1)})
+                print(format_row(row), file=sys.stderr, flush=True)
+        except Exception:
+            print(log_path.read_text(errors="replace")[-4000:], file=sys.stderr)
+            raise
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return rows
+
+
+def ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1000:,.0f}"
+
+
+def format_row(row: dict) -> str:
+    load = f"{row['load_avg_before'][0]:.1f} → {row['load_avg_after'][0]:.1f}"
+    return (
+        f"| {row['way']} | {row['concurrency']} | {row['requests']} | {row['throughput_audio_s_per_s']:.1f} "
+        f"| {ms(row['ttfa_p50_s'])} / {ms(row['ttfa_p95_s'])} ms | {row['streaming_viability']:.0%} "
+        f"| {row['audio_s_mean']:.2f} s | {row['errors']} | {load} |"
+    )
+
+
+def format_table(rows: list[dict]) -> str:
+    head = [
+        "| engine | concurrency | requests | audio-s / wall-s | first audio p50 / p95 | streaming viability "
+        "| audio per request | errors | load avg (1 min) before → after |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    return "\n".join(head + [format_row(row) for row in rows])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size", choices=("tiny", "full"), default="tiny", help="Random weights' size.")
+    parser.add_argument(
+        "--concurrency",
+        type=lambda text: [int(c) for c in text.split(",")],
+        default=[1, 16, 32],
+        help="Streams in flight, comma-separated (default: 1,16,32).",
+    )
+    parser.add_argument(
+        "--ways",
+        type=lambda text: text.split(","),
+        default=list(WAYS),
+        help=f"Which servers, comma-separated (default: all of {', '.join(WAYS)}).",
+    )
+    parser.add_argument(
+        "--requests-per-stream", type=int, default=2, help="Requests per stream in flight (default: 2)."
+    )
+    parser.add_argument("--min-requests", type=int, default=1, help="At least this many requests a row.")
+    parser.add_argument("--input", default=None, help="Text of every request (default: polyvox bench's).")
+    parser.add_argument("--voice", default="alloy", help="Voice of every request (default: alloy).")
+    parser.add_argument(
+        "--seed", type=int, default=7, help="Sampling seed of every request: the same audio in every row."
+    )
+    parser.add_argument("--serve-args", default="", help="More `polyvox serve` flags for every way.")
+    parser.add_argument("--ready-timeout", type=float, default=600.0, help="Seconds to wait for /ready.")
+    parser.add_argument("--json", type=Path, default=None, help="Write the result here too.")
+    args = parser.parse_args()
+    unknown = set(args.ways) - set(WAYS)
+    if unknown:
+        parser.error(f"unknown ways {sorted(unknown)}; choose from {list(WAYS)}")
+
+    started = datetime.datetime.now(datetime.UTC)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="polyvox-served-compare-") as workdir:
+        for name in args.ways:
+            rows += measure_way(name, WAYS[name], args, Path(workdir))
+    result = {
+        "started_utc": started.isoformat(timespec="seconds"),
+        "finished_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "size": args.size,
+        "command": [sys.executable, *sys.argv],
+        "rows": rows,
+    }
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1))
+    print(format_table(rows))
+
+
+if __name__ == "__main__":
+    main()
