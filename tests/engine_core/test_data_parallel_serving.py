@@ -144,10 +144,8 @@ def test_kill_9_of_one_engine_fails_only_its_requests_as_documented_while_the_ot
 
     wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "degraded", "/ready says degraded")
     assert httpx.get(f"{url}/ready").json()["ranks_down"] == [rank_a]
-    during = speak(url, "Still here.")  # alloy's rank is down: B takes it
+    during = speak(url, "Still here.")  # sent while A is down (alloy's rank): B serves it
     assert during.status_code == 200 and len(during.content) > 0
-    samples = scrape(url)
-    assert per_rank(samples, "polyvox_engine_up")[rank_a] == 0.0  # served while A was still restarting
     for thread in threads:
         thread.join(timeout=180)
 
