@@ -29,7 +29,7 @@ from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.batching.async_core import AsyncBatchingCore
 from polyvox.batching.config import BatchingConfig
 from polyvox.batching.core import BatchingStats
-from polyvox.engine_core.adapters import AdapterOptions, read_adapter_info
+from polyvox.engine_core.adapters import AdapterOptions, files_info, read_adapter_files
 from polyvox.engine_core.contract import Engine
 from polyvox.engine_core.in_thread import InThreadEngine
 from polyvox.engine_core.options import WorkerOptions
@@ -64,8 +64,7 @@ class VoxCPM2Backend(Backend):
     ):
         """`model` loads in the engine at start when it is a ModelSource, so the server answers while
         it loads; `engine` (engine processes) replaces the in-thread engine built from `model`;
-        `adapters`: the LoRA slots, and the adapters every rank loads when it starts (AdapterError
-        here if their files cannot be read)."""
+        `adapters`: the LoRA slots, and the adapters every rank loads when it starts."""
         # PyTorch's intra-op threads (process-wide, set in the engine at start); None leaves PyTorch's
         # default. On a CPU, as many threads as cores fight the server's encoding threads for them.
         self.options = WorkerOptions(
@@ -78,9 +77,7 @@ class VoxCPM2Backend(Backend):
             adapters=adapters or AdapterOptions(),
         )
         # what the API side knows of the loaded adapters; the engine ranks hold their weights
-        self._adapters = {
-            name: read_adapter_info(name, path) for name, path in self.options.adapters.dirs.items()
-        }
+        self._adapters = {name: files_info(files) for name, files in self.options.adapters.loaded.items()}
         self.engine: Engine = engine if engine is not None else InThreadEngine(model, self.options)
         self.arch = model.arch  # voxcpm2, voxcpm1.5 or voxcpm1: the prompt modes it has
         self.info = BackendInfo(
@@ -103,10 +100,9 @@ class VoxCPM2Backend(Backend):
         threads = settings.torch_threads
         if threads is None and source.device.type == "cpu":
             threads = max(1, (os.cpu_count() or 1) // 2)
-        adapters = AdapterOptions(
-            settings.lora_max_loaded, settings.lora_max_rank, {n: str(p) for n, p in settings.lora.items()}
-        )
-        try:
+        try:  # read here once: a rank restarting registers these, whatever became of the directories
+            loaded = {name: read_adapter_files(name, path) for name, path in settings.lora.items()}
+            adapters = AdapterOptions(settings.lora_max_loaded, settings.lora_max_rank, loaded)
             backend = cls(
                 source,
                 batching_config(settings),
@@ -263,7 +259,7 @@ class VoxCPM2Backend(Backend):
         """Read the adapter's files here, then load it on every rank (each checks it against its model);
         ranks that start later (a restart) load it too."""
         try:
-            await asyncio.to_thread(read_adapter_info, name, path)
+            files = await asyncio.to_thread(read_adapter_files, name, path)
         except AdapterError as exc:
             raise BackendInputError(str(exc), param="path", code="invalid_adapter") from exc
         # a rank still starting was spawned with the adapters of before: it would come up without this one
@@ -276,14 +272,14 @@ class VoxCPM2Backend(Backend):
                 await self.engine.control("unload_adapter", name=name)
             raise BackendInputError(errors[0], param="path", code="invalid_adapter")
         info = AdapterInfo(**answers[0])
-        self.options.adapters.dirs[name] = path
+        self.options.adapters.loaded[name] = files  # what a rank restarting registers
         self._adapters[name] = info
         return info
 
     async def unload_adapter(self, name: str) -> bool:
         if name not in self._adapters:
             return False
-        self.options.adapters.dirs.pop(name, None)
+        self.options.adapters.loaded.pop(name, None)
         del self._adapters[name]
         if self.engine.ready:
             await self.engine.control("unload_adapter", name=name)

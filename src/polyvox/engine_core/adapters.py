@@ -1,6 +1,6 @@
 """LoRA adapters across the engine boundary: `AdapterOptions` (what every engine rank starts with, and
 restarts with), `EngineAdapters` (a rank's side: its model's `AdapterBank`, loaded and unloaded by
-control calls) and `read_adapter_info` (the API side's look at an adapter's files, before any rank
+control calls) and `read_adapter_files` (the API side's read of an adapter's files, before any rank
 loads it). Control calls answer plain dicts, which cross to an engine process as they are."""
 
 from __future__ import annotations
@@ -18,38 +18,46 @@ from polyvox.voices.store import NAME_PATTERN
 
 @dataclass
 class AdapterOptions:
+    """`loaded`: the adapters loaded now, as the API side read them when they were loaded. A rank
+    (re)starting registers these tensors, not the directories again: a rank restarted after an adapter's
+    directory was deleted or rewritten still serves what the others serve (an adapter is a few MB)."""
+
     max_loaded: int = 4
     max_rank: int = 32
-    dirs: dict[str, str] = field(default_factory=dict)  # name -> directory: the adapters loaded now
+    loaded: dict[str, AdapterFiles] = field(default_factory=dict)
 
 
 def info_of(files: AdapterFiles, layers: int) -> AdapterInfo:
     return AdapterInfo(files.name, str(files.path), files.config.r, layers, files.digest.hex())
 
 
-def read_adapter_info(name: str, path: str | Path) -> AdapterInfo:
-    """An adapter's description from its files alone (AdapterError if they cannot be read, or `name`
-    cannot be a voice's); whether it fits the model is for the engine to say."""
+def read_adapter_files(name: str, path: str | Path) -> AdapterFiles:
+    """An adapter's files (AdapterError if they cannot be read, or `name` cannot be a voice's); whether
+    it fits the model is for the engine to say."""
     if not NAME_PATTERN.fullmatch(name):
         raise AdapterError(name, "an adapter is also a voice: its name takes 1-64 letters, digits, _ . -")
     if name.lower() in OPENAI_VOICES:
         raise AdapterError(name, "that is a builtin voice's name")
-    files = read_adapter(name, path)
+    return read_adapter(name, path)
+
+
+def files_info(files: AdapterFiles) -> AdapterInfo:
+    """An adapter's description from its files alone."""
     return info_of(files, len({key.rpartition(".")[0] for key in files.tensors}))
 
 
 class EngineAdapters:
-    """A rank's adapters: the ones in `options.dirs` are registered when the rank starts (AdapterError
+    """A rank's adapters: the ones in `options.loaded` are registered when the rank starts (AdapterError
     stops it: a server must not come up without an adapter it was told to serve). Made before the
     batching core, so a model it compiles is compiled with the adapters' hooks (`compiled`)."""
 
     def __init__(self, lm: VoxCPM2LM, options: AdapterOptions, compiled: bool = False) -> None:
         self.bank: AdapterBank = lm.serve_adapters(options.max_loaded, options.max_rank, hook_all=compiled)
-        for name, path in options.dirs.items():
-            self.bank.register(name, path)
+        for files in options.loaded.values():
+            self.bank.add(files)
         # into device slots now, so the memory they take is gone before the KV cache is sized from what
         # is left, and no first request waits for the copy
-        for name in list(options.dirs)[: options.max_loaded]:
+        for name in list(options.loaded)[: options.max_loaded]:
             self.bank.release(self.bank.acquire(name))
 
     def load(self, name: str, path: str) -> dict[str, Any]:

@@ -92,10 +92,14 @@ class AdapterBank:
 
     def register(self, name: str, directory: str | Path) -> Adapter:
         """Read and check adapter `name` (replacing one of that name); AdapterError if it does not fit."""
-        adapter = self._check(read_adapter(name, directory))
+        return self.add(read_adapter(name, directory))
+
+    def add(self, files: AdapterFiles) -> Adapter:
+        """Check an adapter already read (replacing one of its name); AdapterError if it does not fit."""
+        adapter = self._check(files)
         with self._lock:
-            self._forget(self._registered.pop(name, None))
-            self._registered[name] = adapter
+            self._forget(self._registered.pop(files.name, None))
+            self._registered[files.name] = adapter
         return adapter
 
     def unregister(self, name: str) -> bool:
