@@ -292,6 +292,12 @@ class Settings(BaseSettings):
         "(repeatable flag; env: comma-separated). Each is also a voice named NAME.",
         json_schema_extra={"repeatable": True},
     )
+    enable_lora: bool = Field(
+        False,
+        description="Serve LoRA adapters: reserve device memory for lora_max_loaded adapters of "
+        "lora_max_rank before the KV cache is sized, and let /admin/lora load adapters at run time. On "
+        "when --lora names any.",
+    )
     lora_max_loaded: int = Field(
         4,
         ge=1,

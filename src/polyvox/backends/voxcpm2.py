@@ -84,7 +84,9 @@ class VoxCPM2Backend(Backend):
             name=self.arch,
             model_id=model_id,
             sample_rate=model.sample_rate,
-            capabilities=BackendCapabilities(cloning=True, voice_design=designs_voices(self.arch), lora=True),
+            capabilities=BackendCapabilities(
+                cloning=True, voice_design=designs_voices(self.arch), lora=self.options.adapters.serving
+            ),
             reference_rate=model.reference_rate,
             voices=OPENAI_VOICES,
             languages=("en", "zh"),
@@ -102,7 +104,9 @@ class VoxCPM2Backend(Backend):
             threads = max(1, (os.cpu_count() or 1) // 2)
         try:  # read here once: a rank restarting registers these, whatever became of the directories
             loaded = {name: read_adapter_files(name, path) for name, path in settings.lora.items()}
-            adapters = AdapterOptions(settings.lora_max_loaded, settings.lora_max_rank, loaded)
+            adapters = AdapterOptions(
+                settings.lora_max_loaded, settings.lora_max_rank, loaded, enabled=settings.enable_lora
+            )
             backend = cls(
                 source,
                 batching_config(settings),

@@ -5,6 +5,7 @@ loads it). Control calls answer plain dicts, which cross to an engine process as
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from polyvox.models.lora.bank import Adapter, AdapterBank
 from polyvox.models.lora.files import AdapterError, AdapterFiles, read_adapter
 from polyvox.models.voxcpm2.model import VoxCPM2LM
 from polyvox.voices.store import NAME_PATTERN
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -25,6 +28,11 @@ class AdapterOptions:
     max_loaded: int = 4
     max_rank: int = 32
     loaded: dict[str, AdapterFiles] = field(default_factory=dict)
+    enabled: bool = False  # adapters served at all (their slots reserved); on when any is loaded at start
+
+    @property
+    def serving(self) -> bool:
+        return self.enabled or bool(self.loaded)
 
 
 def info_of(files: AdapterFiles, layers: int) -> AdapterInfo:
@@ -49,19 +57,30 @@ def files_info(files: AdapterFiles) -> AdapterInfo:
 class EngineAdapters:
     """A rank's adapters: the ones in `options.loaded` are registered when the rank starts (AdapterError
     stops it: a server must not come up without an adapter it was told to serve). Made before the
-    batching core, so a model it compiles is compiled with the adapters' hooks (`compiled`)."""
+    batching core, so the slots' memory is taken before the KV cache is sized from what is left, and a
+    model it compiles is compiled with the adapters' hooks (`compiled`). No bank when LoRA is off."""
 
     def __init__(self, lm: VoxCPM2LM, options: AdapterOptions, compiled: bool = False) -> None:
-        self.bank: AdapterBank = lm.serve_adapters(options.max_loaded, options.max_rank, hook_all=compiled)
+        self.bank: AdapterBank | None = None
+        if not options.serving:
+            return
+        self.bank = lm.serve_adapters(options.max_loaded, options.max_rank, hook_all=compiled)
+        log.info(
+            "LoRA: %.1f MiB reserved for %d adapter slots of rank %d",
+            self.bank.nbytes / 2**20,
+            options.max_loaded,
+            options.max_rank,
+        )
         for files in options.loaded.values():
             self.bank.add(files)
-        # into device slots now, so the memory they take is gone before the KV cache is sized from what
-        # is left, and no first request waits for the copy
+        # into device slots now, so no first request waits for the copy
         for name in list(options.loaded)[: options.max_loaded]:
             self.bank.release(self.bank.acquire(name))
 
     def load(self, name: str, path: str) -> dict[str, Any]:
         """Register adapter `name`: its description, or `{"error": why}` when it does not fit."""
+        if self.bank is None:
+            return {"error": f"LoRA adapter {name!r}: this server serves no adapters (see enable_lora)"}
         try:
             adapter: Adapter = self.bank.register(name, path)
         except AdapterError as exc:
@@ -76,4 +95,4 @@ class EngineAdapters:
         }
 
     def unload(self, name: str) -> bool:
-        return self.bank.unregister(name)
+        return self.bank is not None and self.bank.unregister(name)

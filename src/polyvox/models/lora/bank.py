@@ -1,7 +1,9 @@
 """`AdapterBank`: the adapters a model serves. Registered adapters (checked against the model, weights
 kept on the host) are made resident on demand in one of `max_loaded` device slots, least recently used
 first out; a running request pins its adapter's slot until it finishes. Each forward of the model names
-every batch row's slot (`rows`), and the hooks on the adapted linears add that slot's update."""
+every batch row's slot (`rows`), and the hooks on the adapted linears add that slot's update. The device
+memory of every slot of every layer an adapter could adapt is reserved when the bank is made, so loading
+adapters later never allocates."""
 
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ class AdapterBank:
 
         A layer's hook is added when an adapter first adapts it; `hook_all` adds every layer's at once,
         for a model about to be compiled: compiled code runs the hooks it was traced with, and would
-        never see one added later."""
+        never see one added later. The slots' memory is reserved here, for every adaptable layer."""
         if max_loaded < 1 or max_rank < 1:
             raise ValueError("max_loaded and max_rank must be at least 1")
         self.model = model
@@ -82,11 +84,24 @@ class AdapterBank:
         slots = max_loaded + 1  # slot 0: no adapter, all zeros
         self._column_slot = torch.arange(slots, device=weight.device).repeat_interleave(max_rank)
         self._dtype = weight.dtype
+        adaptable = sorted(
+            {
+                site.module
+                for site_name, site in self.sites.items()
+                if (site_name.startswith((*LM_SCOPES, DIT_SCOPE)) or "." not in site_name)
+                and not site_name.startswith(shared_rows)
+            }
+        )
+        # one block for all of them: the memory a full bank takes is gone before the KV cache is sized
+        self._storage: dict[str, torch.Tensor] = {}
+        sizes = {name: self._numel(name) for name in adaptable}
+        reserved = torch.empty(sum(sizes.values()), dtype=weight.dtype, device=weight.device)
+        for name, piece in zip(sizes, reserved.split(list(sizes.values())), strict=True):
+            self._storage[name] = piece
+        self._reserved = reserved
         if hook_all:
-            for site_name, site in self.sites.items():
-                in_scope = site_name.startswith((*LM_SCOPES, DIT_SCOPE)) or "." not in site_name
-                if in_scope and not site_name.startswith(shared_rows):
-                    self._hook_module(site.module)
+            for name in adaptable:
+                self._hook_module(name)
 
     # ------------------------------------------------------------------ registry
 
@@ -212,16 +227,28 @@ class AdapterBank:
                 slot, site.part, tensors[f"{site_name}.lora_A"], tensors[f"{site_name}.lora_B"], scaling
             )
 
+    def _parts(self, module_name: str) -> list[tuple[int, int]]:
+        parts = sorted(
+            (s.part, s.out_start, s.out_features) for s in self.sites.values() if s.module == module_name
+        )
+        return [(start, width) for _, start, width in parts]
+
+    def _numel(self, module_name: str) -> int:
+        module = self._modules[module_name]
+        assert isinstance(module, nn.Linear)
+        return StackedLoRA.numel(module, len(self._parts(module_name)), self.max_loaded + 1, self.max_rank)
+
     def _stack(self, module_name: str) -> StackedLoRA:
         stack = self._stacks.get(module_name)
         if stack is None:
             module = self._modules[module_name]
             assert isinstance(module, nn.Linear)
-            parts = sorted(
-                (s.part, s.out_start, s.out_features) for s in self.sites.values() if s.module == module_name
-            )
             stack = StackedLoRA(
-                module, [(start, width) for _, start, width in parts], self.max_loaded + 1, self.max_rank
+                module,
+                self._parts(module_name),
+                self.max_loaded + 1,
+                self.max_rank,
+                storage=self._storage[module_name],
             )
             self._stacks[module_name] = stack
             self._hook_module(module_name)
@@ -245,8 +272,8 @@ class AdapterBank:
 
     @property
     def nbytes(self) -> int:
-        """Device memory the adapter slots hold."""
-        return sum(stack.nbytes for stack in self._stacks.values())
+        """Device memory the adapter slots hold: reserved for all of them when the bank was made."""
+        return self._reserved.nbytes
 
     # ------------------------------------------------------------------ forward
 

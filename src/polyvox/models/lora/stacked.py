@@ -12,14 +12,33 @@ from torch import nn
 
 
 class StackedLoRA:
-    def __init__(self, module: nn.Linear, parts: list[tuple[int, int]], slots: int, rank: int) -> None:
-        """`parts`: (first output row, width) of each part of `module`'s output, in order."""
+    def __init__(
+        self,
+        module: nn.Linear,
+        parts: list[tuple[int, int]],
+        slots: int,
+        rank: int,
+        storage: torch.Tensor | None = None,
+    ) -> None:
+        """`parts`: (first output row, width) of each part of `module`'s output, in order. `storage`: a
+        flat tensor of `numel(...)` elements, reserved earlier, to hold `a` and `b` (zeroed here)."""
         weight = module.weight
         self.parts = parts
         self.slots, self.rank = slots, rank
         width = len(parts) * slots * rank
-        self.a = torch.zeros(width, module.in_features, dtype=weight.dtype, device=weight.device)
-        self.b = torch.zeros(module.out_features, width, dtype=weight.dtype, device=weight.device)
+        if storage is None:
+            storage = torch.empty(
+                self.numel(module, len(parts), slots, rank), dtype=weight.dtype, device=weight.device
+            )
+        storage.zero_()
+        split = width * module.in_features
+        self.a = storage[:split].view(width, module.in_features)
+        self.b = storage[split:].view(module.out_features, width)
+
+    @staticmethod
+    def numel(module: nn.Linear, parts: int, slots: int, rank: int) -> int:
+        """Elements of `a` and `b` together."""
+        return parts * slots * rank * (module.in_features + module.out_features)
 
     @property
     def nbytes(self) -> int:

@@ -48,7 +48,12 @@ class AdapterUnloaded(BaseModel):
 def _backend(request: Request) -> Backend:
     backend: Backend = request.app.state.backend
     if not backend.info.capabilities.lora:
-        raise APIError(404, f"the {backend.info.name} engine serves no LoRA adapters", code="not_found")
+        raise APIError(
+            404,
+            f"the {backend.info.name} engine serves no LoRA adapters here (a VoxCPM engine does when the "
+            "server starts with --lora or --enable-lora)",
+            code="not_found",
+        )
     return backend
 
 
