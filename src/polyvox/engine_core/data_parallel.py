@@ -33,11 +33,12 @@ class DataParallelEngine:
         ranks: list[ModelSpec],
         options: WorkerOptions,
         logging_setup: tuple[str, LogFormat] = ("warning", "text"),
+        affinity: bool = True,
     ) -> None:
         self.specs = ranks
         self.options = options
         self.logging_setup = logging_setup
-        self.router = Router(len(ranks))
+        self.router = Router(len(ranks), affinity)
         self.clients: list[EngineClient] = []
         self._socket_dir: str | None = None
 

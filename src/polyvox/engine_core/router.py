@@ -33,8 +33,9 @@ class NoRankUp(RuntimeError):
 
 
 class Router:
-    def __init__(self, ranks: int) -> None:
+    def __init__(self, ranks: int, affinity: bool = True) -> None:
         self.ranks = ranks
+        self.affinity = affinity  # off: least load alone (to measure what affinity buys)
         # per rank: requests sent there because it last served their voice, or because it was least loaded
         self.by_affinity = [0] * ranks
         self.by_load = [0] * ranks
@@ -49,7 +50,7 @@ class Router:
         least = min(loads[rank] or 0 for rank in up)
         tied = [rank for rank in up if loads[rank] == least]
         choice = tied[next(self._turn) % len(tied)]  # equal loads: take turns
-        held = self._voices.get(voice) if voice is not None else None
+        held = self._voices.get(voice) if voice is not None and self.affinity else None
         slack = max(AFFINITY_MIN_SLACK, AFFINITY_MARGIN * least)
         if held is not None and (load := loads[held]) is not None and load <= least + slack:
             choice = held
