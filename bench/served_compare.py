@@ -13,21 +13,19 @@ BENCHMARKS.md keeps.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import datetime
 import json
 import os
 import platform
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
+from served_bench import die_with_parent, free_port, wait_ready  # bench/ is on the path
 
 WARM_UP = "One sentence to warm the server up."
 
@@ -37,32 +35,6 @@ WAYS = {
     "process DP=1": ["--engine-process", "--data-parallel-size", "1"],
     "process DP=2": ["--engine-process", "--data-parallel-size", "2"],
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def die_with_parent() -> None:
-    """Runs in the server's child before exec: the server goes when this script goes, even by SIGKILL."""
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def wait_ready(proc: subprocess.Popen, url: str, timeout_s: float) -> float:
-    """Seconds until /ready answered 200; RuntimeError if the server exits or never gets there."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        if proc.poll() is not None:
-            raise RuntimeError(f"polyvox serve exited with {proc.returncode} before it was ready")
-        try:
-            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
-                return time.monotonic() - started
-        except httpx.TransportError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"polyvox serve was not ready after {timeout_s:.0f} s")
 
 
 def load_average() -> list[float]:
