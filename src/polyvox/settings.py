@@ -279,6 +279,15 @@ class Settings(BaseSettings):
         description="VoxCPM2 engines behind one server (engine_process), each with its own model copy "
         "and KV cache: on CUDA one per GPU (cuda:0, cuda:1, ...), on the CPU all on it.",
     )
+    api_server_count: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="API server processes sharing the listening port in front of the same engine ranks "
+        "(HTTP, text front end and encoding scale with them): a launcher owns the port and the engines and "
+        "restarts either when they die. Each admits max_concurrent_requests/N and queues max_queue/N "
+        "(rounded up); /metrics sums them all.",
+    )
     devices: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="One VoxCPM2 engine per device named (comma-separated, e.g. cuda:0,cuda:1); overrides "
