@@ -2,7 +2,9 @@
 requests sent to it and not finished: its running and waiting ones), unless the rank that last served
 the request's voice prompt (a reference clip's content hash, or a voice design's text) is within
 `AFFINITY_MARGIN` of that: then that rank, whose prefix cache likely still holds the prompt's blocks.
-How often affinity decided is counted, so the prefix-cache hit rate it buys can be measured."""
+How often affinity decided is counted, so the prefix-cache hit rate it buys can be measured; with several
+API processes on one port (each routing its own requests) also in prometheus_client's shared files, so
+`/metrics` can sum the counts of all."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import itertools
 from collections import OrderedDict
 
 from polyvox.backends.base import SynthesisRequest
+from polyvox.metrics_files import shared_counter
 
 # The voice's rank is chosen while its load is at most the least load plus a quarter of it, and never
 # less than one request more: with equal loads a voice stays where its prefix is; a rank with clearly
@@ -17,6 +20,11 @@ from polyvox.backends.base import SynthesisRequest
 AFFINITY_MARGIN = 0.25
 AFFINITY_MIN_SLACK = 1
 REMEMBERED_VOICES = 4096
+ROUTED_REQUESTS = "polyvox_engine_routed_requests"
+ROUTED_REQUESTS_HELP = (
+    "Requests sent to the engine rank, by why it was chosen: affinity (it last served the "
+    "request's voice prompt) or load (it was the least loaded)."
+)
 
 
 def voice_key(request: SynthesisRequest) -> str | None:
@@ -41,6 +49,11 @@ class Router:
         self.by_load = [0] * ranks
         self._voices: OrderedDict[str, int] = OrderedDict()
         self._turn = itertools.count()
+        # Several API processes on one port route with a Router each: /metrics sums their shared counts.
+        self._shared_counts = shared_counter(ROUTED_REQUESTS, ROUTED_REQUESTS_HELP, ["rank", "reason"])
+        if self._shared_counts is not None:
+            for rank, reason in itertools.product(range(ranks), ("affinity", "load")):
+                self._shared_counts.labels(rank=str(rank), reason=reason)  # every series, from zero
 
     def choose(self, loads: list[int | None], voice: str | None) -> int:
         """`loads[rank]`: its requests in flight, None while it is down."""
@@ -54,13 +67,15 @@ class Router:
         slack = max(AFFINITY_MIN_SLACK, AFFINITY_MARGIN * least)
         if held is not None and (load := loads[held]) is not None and load <= least + slack:
             choice = held
-        if held is not None and choice == held:
-            self.by_affinity[choice] += 1
-        else:
-            self.by_load[choice] += 1
+        self._count(choice, by_affinity=held is not None and choice == held)
         if voice is not None:
             self._voices[voice] = choice
             self._voices.move_to_end(voice)
             while len(self._voices) > REMEMBERED_VOICES:
                 self._voices.popitem(last=False)
         return choice
+
+    def _count(self, rank: int, by_affinity: bool) -> None:
+        (self.by_affinity if by_affinity else self.by_load)[rank] += 1
+        if self._shared_counts is not None:
+            self._shared_counts.labels(rank=str(rank), reason="affinity" if by_affinity else "load").inc()

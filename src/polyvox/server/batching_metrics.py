@@ -2,17 +2,26 @@
 each series labelled by data-parallel `rank`: running and waiting requests, batch size, KV blocks,
 prefix-cache hits, step time and preemptions; whether the rank is up, its restarts and the requests
 routed to it (`reason`: affinity, to the rank that last served the voice's prompt, or load). Back ends
-that do not batch (the embedded voice) have no ranks and export nothing here."""
+that do not batch (the embedded voice) have no ranks and export nothing here.
+
+With several API processes on one port, every one of them reads the same engine counters from the
+ranks, so this collector reports them as the scraping process sees them; only the routed requests,
+counted by each process's own `Router`, are left to the shared files that `/metrics` sums."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from polyvox.backends.base import Backend
-from polyvox.batching.core import BatchingStats
+from polyvox.engine_core.router import ROUTED_REQUESTS, ROUTED_REQUESTS_HELP
+from polyvox.metrics_files import shared_metrics_dir
+
+if TYPE_CHECKING:  # the batching engine imports torch, which an API server for the embedded voice never needs
+    from polyvox.batching.core import BatchingStats
 
 GAUGES: dict[str, str] = {
     "running_requests": "Requests in the engine's running batch.",
@@ -56,6 +65,7 @@ def _values(stats: BatchingStats) -> dict[str, float]:
 class BatchingStatsCollector(Collector):
     def __init__(self, backend: Backend):
         self.backend = backend
+        self.reports_routed = shared_metrics_dir() is None
 
     def collect(self) -> Iterator[Metric]:
         ranks = self.backend.engine_ranks()
@@ -65,12 +75,7 @@ class BatchingStatsCollector(Collector):
         restarts = CounterMetricFamily(
             "polyvox_engine_rank_restarts", "Times the engine rank's process was restarted.", labels=["rank"]
         )
-        routed = CounterMetricFamily(
-            "polyvox_engine_routed_requests",
-            "Requests sent to the engine rank, by why it was chosen: affinity (it last served the "
-            "request's voice prompt) or load (it was the least loaded).",
-            labels=["rank", "reason"],
-        )
+        routed = CounterMetricFamily(ROUTED_REQUESTS, ROUTED_REQUESTS_HELP, labels=["rank", "reason"])
         gauges = {
             name: GaugeMetricFamily(f"polyvox_engine_{name}", doc, labels=["rank"])
             for name, doc in GAUGES.items()
@@ -92,6 +97,7 @@ class BatchingStatsCollector(Collector):
                 family.add_metric([label], value)
         yield up
         yield restarts
-        yield routed
+        if self.reports_routed:
+            yield routed
         yield from gauges.values()
         yield from counters.values()

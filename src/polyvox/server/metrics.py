@@ -1,24 +1,35 @@
 """Prometheus metrics, one registry per app (so tests can build many apps), and the ASGI middleware
-that counts every request by route and status and times it to its last byte."""
+that counts every request by route and status and times it to its last byte. With several API
+processes on one port (prometheus_client's multiprocess mode) the counts live in shared files and a
+scrape of any process answers the sums over all of them."""
 
 from __future__ import annotations
 
 import time
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from polyvox.metrics_files import shared_metrics_dir
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 _TTFA_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
 class Metrics:
-    """All of one app's metrics, registered in its own `registry`."""
+    """All of one app's metrics, registered in its own `registry` with the collectors read at scrape time.
+
+    In multiprocess mode the metrics below write to the shared files instead and are exported from them,
+    summed over the processes; `registry` then holds only the collectors, this process's view. One app
+    per process in that mode: two in one process would write the same file entries."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
+        shared_dir = shared_metrics_dir()
+        self._scraped = self.registry if shared_dir is None else _with_shared_files(self.registry, shared_dir)
+        r = self.registry if shared_dir is None else None
         self.requests = Counter(
             "polyvox_requests", "HTTP requests answered.", ["route", "method", "status"], registry=r
         )
@@ -38,8 +49,16 @@ class Metrics:
         )
         self.audio_seconds = Counter("polyvox_audio_seconds", "Seconds of audio generated.", registry=r)
         self.input_chars = Counter("polyvox_input_characters", "Characters of input synthesised.", registry=r)
-        self.in_flight = Gauge("polyvox_requests_in_flight", "Syntheses running now.", registry=r)
-        self.queue_depth = Gauge("polyvox_queue_depth", "Speech requests waiting for a slot.", registry=r)
+        # Each process's own requests, so summed over the processes alive (a dead one's are gone).
+        self.in_flight = Gauge(
+            "polyvox_requests_in_flight", "Syntheses running now.", registry=r, multiprocess_mode="livesum"
+        )
+        self.queue_depth = Gauge(
+            "polyvox_queue_depth",
+            "Speech requests waiting for a slot.",
+            registry=r,
+            multiprocess_mode="livesum",
+        )
         self.errors = Counter("polyvox_errors", "Errors answered, by type.", ["type"], registry=r)
         self.backend_restarts = Counter(
             "polyvox_engine_restarts", "Times the engine was restarted after it stopped serving.", registry=r
@@ -50,8 +69,21 @@ class Metrics:
             ["result"],
             registry=r,
         )
-        self.cache_entries = Gauge("polyvox_cache_entries", "Entries in the audio cache.", registry=r)
-        self.cache_bytes = Gauge("polyvox_cache_bytes", "Bytes in the audio cache.", registry=r)
+        # One cache shared by the processes, each reporting its size after each change: the latest report
+        # (a shared store's total; a directory's as the reporting process's index sees it), never a sum.
+        self.cache_entries = Gauge(
+            "polyvox_cache_entries",
+            "Entries in the audio cache.",
+            registry=r,
+            multiprocess_mode="livemostrecent",
+        )
+        self.cache_bytes = Gauge(
+            "polyvox_cache_bytes", "Bytes in the audio cache.", registry=r, multiprocess_mode="livemostrecent"
+        )
+
+    def exposition(self) -> bytes:
+        """What a scrape of `/metrics` answers, in the Prometheus text format."""
+        return generate_latest(self._scraped)
 
     def cache_changed(self, entries: int, size: int) -> None:
         self.cache_entries.set(entries)
@@ -60,6 +92,14 @@ class Metrics:
     def admission_changed(self, running: int, waiting: int) -> None:
         self.in_flight.set(running)
         self.queue_depth.set(waiting)
+
+
+def _with_shared_files(registry: CollectorRegistry, shared_dir: str) -> CollectorRegistry:
+    """The metrics in the shared files, summed over the processes, and the collectors of `registry`."""
+    scraped = CollectorRegistry()
+    MultiProcessCollector(scraped, path=shared_dir)
+    scraped.register(registry)
+    return scraped
 
 
 def _route_label(app: ASGIApp, scope: Scope) -> str:

@@ -14,11 +14,15 @@ import redis
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from polyvox.metrics_files import shared_counter, shared_metrics_dir
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 CONNECT_TIMEOUT_S = 1.0
 CALL_TIMEOUT_S = 3.0
+STATE_ERRORS = "polyvox_state_errors"
+STATE_ERRORS_HELP = "Shared-state operations that failed, or were skipped while the store was unreachable."
 
 
 class StateUnavailable(Exception):
@@ -38,6 +42,8 @@ class StateConnection:
         self.available = False
         self.reason = "not contacted yet"
         self.failures: Counter[str] = Counter()
+        # Several API processes on one port each have a connection: /metrics sums their shared counts.
+        self._shared_failures = shared_counter(STATE_ERRORS, STATE_ERRORS_HELP, ["operation"])
         self._lock = threading.Lock()
         self._announced = False
 
@@ -45,12 +51,12 @@ class StateConnection:
         """`fn(client)`; raises StateUnavailable (and counts it under `operation`) when Redis is
         known to be unreachable or the call fails."""
         if not self.available:
-            self.failures[operation] += 1
+            self._failed(operation)
             raise StateUnavailable(self.describe())
         try:
             return fn(self.client)
         except redis.RedisError as exc:
-            self.failures[operation] += 1
+            self._failed(operation)
             self._went_down(exc)
             raise StateUnavailable(self.describe()) from exc
 
@@ -59,7 +65,7 @@ class StateConnection:
         try:
             self.client.ping()
         except redis.RedisError as exc:
-            self.failures["ping"] += 1
+            self._failed("ping")
             self._went_down(exc)
             return False
         with self._lock:
@@ -74,6 +80,11 @@ class StateConnection:
             )
             self._announced = True
         return True
+
+    def _failed(self, operation: str) -> None:
+        self.failures[operation] += 1
+        if self._shared_failures is not None:
+            self._shared_failures.labels(operation=operation).inc()
 
     def describe(self) -> str:
         return f"the shared state store {self.where} is unreachable ({self.reason})"
@@ -96,10 +107,12 @@ class StateConnection:
 
 
 class StateCollector(Collector):
-    """`polyvox_state_up` and `polyvox_state_errors_total{operation}` at scrape time."""
+    """`polyvox_state_up` and `polyvox_state_errors_total{operation}` at scrape time; with several API
+    processes on one port, up as the scraping process sees it and the errors left to the shared files."""
 
     def __init__(self, connection: StateConnection):
         self.connection = connection
+        self.reports_errors = shared_metrics_dir() is None
 
     def collect(self) -> Iterator[Metric]:
         yield GaugeMetricFamily(
@@ -107,11 +120,9 @@ class StateCollector(Collector):
             "1 while the shared state store (state_url) is reachable, else 0.",
             value=1.0 if self.connection.available else 0.0,
         )
-        errors = CounterMetricFamily(
-            "polyvox_state_errors",
-            "Shared-state operations that failed, or were skipped while the store was unreachable.",
-            labels=["operation"],
-        )
+        if not self.reports_errors:
+            return
+        errors = CounterMetricFamily(STATE_ERRORS, STATE_ERRORS_HELP, labels=["operation"])
         for operation, count in sorted(self.connection.failures.items()):
             errors.add_metric([operation], count)
         yield errors

@@ -1,5 +1,6 @@
 """Prometheus view of the voices layer, read at scrape time: voices by source, builtin voices frozen,
-and the engine's voice prompt encodes and prompt-cache hits (a clip is encoded once, then reused)."""
+and the engine's voice prompt encodes and prompt-cache hits (a clip is encoded once, then reused).
+With several API processes on one port, the view of the process that answers the scrape."""
 
 from __future__ import annotations
 

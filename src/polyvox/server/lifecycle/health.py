@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from polyvox.backends.base import Backend
 from polyvox.server.deps import get_backend, get_metrics
@@ -62,4 +62,5 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
 
 @router.get("/metrics")
 async def metrics(m: Metrics = Depends(get_metrics)) -> Response:
-    return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
+    """Prometheus text; with several API processes on one port, counts summed over all of them."""
+    return Response(m.exposition(), media_type=CONTENT_TYPE_LATEST)
