@@ -121,7 +121,8 @@ class Settings(BaseSettings):
         gt=0,
         le=60,
         description="How often a replica syncs voices and the lexicon with state_url (and retries it "
-        "while unreachable), in seconds.",
+        "while unreachable), in seconds; without state_url, how often a server reloads voices.json and "
+        "lexicon_path when another server sharing them changed them.",
     )
 
     # privacy and lifecycle

@@ -30,6 +30,7 @@ from polyvox.server.voice_routes import consents, voices
 from polyvox.server.websocket import route as websocket_route
 from polyvox.settings import Settings
 from polyvox.startup import stage
+from polyvox.voices import directory_watch
 from polyvox.voices.freeze_at_start import freeze_builtin_voices, wants_freeze_at_start
 from polyvox.voices.metrics import VoiceCollector
 from polyvox.voices.registry import VoiceRegistry
@@ -72,9 +73,11 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     with stage("load the registered voices"):
         await voices.load_voices(app)
     await shared_state.start(app)  # state_url: voices and the lexicon in step with the other replicas
+    directory_watch.start(app)  # without it: in step with servers sharing the voices directory
     try:
         yield
     finally:
+        await directory_watch.stop(app)
         await shared_state.stop(app)
         for task in (supervising, starting):
             task.cancel()

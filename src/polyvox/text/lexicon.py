@@ -5,19 +5,31 @@ Stored as one JSON object, `{"term": "spoken form"}` (matched without regard to 
 letter or digit at its edge must not continue into a neighbouring letter or digit ("SQL" does not
 match inside "MySQL"); at a CJK edge there is no word boundary to respect, so "张三" matches
 anywhere. Longer terms win over shorter ones that overlap them. Saves are atomic (write to a
-temporary file, then rename), and every method is safe to call from several threads.
+temporary file, then rename), and every method is safe to call from several threads. Servers sharing
+the file follow each other's saves with `reload_if_changed` (one stat when nothing changed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import filelock
+
+from polyvox.file_stamp import FileStamp, file_stamp
+
+log = logging.getLogger(__name__)
+
+LOCK_TIMEOUT_S = 30.0
 
 
 class LexiconError(ValueError):
@@ -41,6 +53,7 @@ class Lexicon:
         self.path = Path(path) if path is not None else None
         self._lock = threading.RLock()
         self._entries: dict[str, LexiconEntry] = {}
+        self._seen: FileStamp = None  # the file as this lexicon last read or saved it
         self._compiled: tuple[re.Pattern[str] | None, dict[str, str], dict[str, str]] = (None, {}, {})
         for entry in entries:
             self._entries[_check(entry).term] = entry
@@ -50,13 +63,16 @@ class Lexicon:
     def load(cls, path: str | Path) -> Lexicon:
         """The lexicon stored at `path`; empty (and saved there later) when the file does not exist."""
         path = Path(path)
-        if not path.exists():
+        stamp = file_stamp(path)  # taken before reading: a later save shows as a change
+        if stamp is None:
             return cls(path=path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise LexiconError(f"cannot read lexicon {path}: {exc}") from exc
-        return cls(parse_entries(data), path=path)
+        lexicon = cls(parse_entries(data), path=path)
+        lexicon._seen = stamp
+        return lexicon
 
     def reload(self) -> None:
         """Re-read the file (no-op without one)."""
@@ -65,7 +81,43 @@ class Lexicon:
         fresh = Lexicon.load(self.path)
         with self._lock:
             self._entries = fresh._entries
+            self._seen = fresh._seen
             self._compile()
+
+    def reload_if_changed(self) -> bool:
+        """Re-read the file when it changed since this lexicon last read or saved it (another server
+        sharing it saved an edit); True when it did. A malformed file raises LexiconError once, then is
+        left alone until it changes again."""
+        if self.path is None:
+            return False
+        with self._lock:  # not in the middle of an edit of this server's (see `editing`)
+            stamp = file_stamp(self.path)
+            if stamp is None or stamp == self._seen:
+                return False
+            self._seen = stamp
+            self.reload()
+        return True
+
+    @contextlib.contextmanager
+    def editing(self) -> Iterator[None]:
+        """Around an edit and its `save` when other servers may share the file: hold the lock file
+        beside it and start from what it holds now, so no server's save drops another's edit.
+        Blocking: run it in a thread. Raises LexiconError when the lock stays held."""
+        if self.path is None:
+            yield
+            return
+        lock = filelock.FileLock(self.path.with_name(f".{self.path.name}.lock"), timeout=LOCK_TIMEOUT_S)
+        try:
+            with lock, self._lock:
+                try:
+                    self.reload_if_changed()
+                except LexiconError as exc:  # as without sharing: the edit's save replaces the broken file
+                    log.warning("lexicon: %s; saving the entries held here over it", exc)
+                yield
+        except filelock.Timeout as exc:
+            raise LexiconError(
+                f"{self.path} stayed locked for {LOCK_TIMEOUT_S:g} s by another writer"
+            ) from exc
 
     def entries(self) -> list[LexiconEntry]:
         """Every entry, sorted by term."""
@@ -128,6 +180,8 @@ class Lexicon:
                     file.flush()
                     os.fsync(file.fileno())
                 os.replace(tmp, target)
+                if target == self.path:
+                    self._seen = file_stamp(target)  # its own save is no change to reload
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise

@@ -9,10 +9,12 @@ any other name (OpenAI's free-form "My new voice") is kept as the voice's label 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,9 +22,10 @@ import anyio
 
 from polyvox.audio.errors import AudioDecodeError
 from polyvox.backends.base import OPENAI_VOICES, Backend, BackendInfo, ReferenceAudio
+from polyvox.file_stamp import FileStamp, file_stamp
 from polyvox.settings import Settings
 from polyvox.voices.builtin import BUILTIN_DIR, BuiltinFreezer, default_script, load_builtin_voices
-from polyvox.voices.clips import ClipLimits, clip_rate, load_clip
+from polyvox.voices.clips import ClipLimits, clip_rate, content_hash, load_clip
 from polyvox.voices.consents import ConsentStore
 from polyvox.voices.design import FrozenPrompt, VoiceDesign, freeze_design, reference_of
 from polyvox.voices.detail import VoiceDetail
@@ -109,7 +112,8 @@ class VoiceRegistry:
         self.clip_rate = clip_rate
         self.design_script = design_script
         self._voices: dict[str, StoredVoice] = {}
-        self._lock = threading.Lock()
+        self._seen: FileStamp = None  # voices.json as this registry last read or wrote it
+        self._lock = threading.Lock()  # taken after the directory's lock, never before it
 
     @classmethod
     def from_settings(cls, settings: Settings, backend: BackendInfo) -> VoiceRegistry:
@@ -197,6 +201,8 @@ class VoiceRegistry:
         if design is not None:
             return ResolvedVoice(name, "builtin", await self.freezer.reference(design, backend.as_written()))
         voice = self._resolve_plain(name, backend)
+        if voice is None and await anyio.to_thread.run_sync(self.refresh):
+            voice = self._resolve_plain(name, backend)  # made by another server sharing the directory
         if voice is None:
             raise VoiceNotFound(
                 f"unknown voice {name!r}; GET /v1/audio/voices lists the voices", param="voice"
@@ -238,14 +244,37 @@ class VoiceRegistry:
     # ------------------------------------------------------------------ changing (blocking: run in a thread)
 
     def reload(self) -> ReloadReport:
-        """Read `voices.json` and decode every clip it names; voices that fail are skipped and reported,
-        as is a lost `voices.json` or `consents.json`.
+        """Read `voices.json` and decode every clip it names (a clip already decoded, the same bytes,
+        is reused); voices that fail are skipped and reported, as is a lost `voices.json` or
+        `consents.json`.
 
         A registry file that cannot be parsed raises VoiceStorageUnavailable and changes nothing."""
-        report = ReloadReport()
         if self.store is None:
-            return report
-        entries, report.problems = self.store.read()
+            return ReloadReport()
+        with self._lock:
+            return self._reload(self.store)
+
+    def refresh(self) -> bool:
+        """Reload when `voices.json` changed since this registry last read or wrote it (another server
+        sharing the directory changed it); True when it reloaded. One stat when nothing changed; a file
+        that cannot be parsed is logged once and left alone until it changes again."""
+        if self.store is None or file_stamp(self.store.registry_path) == self._seen:
+            return False
+        with self._lock:
+            if file_stamp(self.store.registry_path) == self._seen:
+                return False  # another thread reloaded it while this one waited
+            try:
+                self._reload(self.store)
+            except VoiceStorageUnavailable as exc:
+                log.error("voices: %s; keeping the voices loaded before", exc)
+                return False
+        return True
+
+    def _reload(self, store: VoiceStore) -> ReloadReport:
+        report = ReloadReport()
+        self._seen = file_stamp(store.registry_path)  # taken before reading: a later write shows next time
+        entries, report.problems = store.read()
+        decoded = {_clip_key(v.entry, v.reference.content_hash): v.reference for v in self._voices.values()}
         lost_consents = self.consents.lost_index() if self.consents is not None else None
         if lost_consents:
             report.problems.append(lost_consents)
@@ -254,9 +283,10 @@ class VoiceRegistry:
             if self.is_reserved(name):
                 report.problems.append(f"voice {name!r} skipped: the name belongs to a builtin voice")
                 continue
-            path = self.store.clip_path(entry)
+            path = store.clip_path(entry)
             try:
-                reference = self._reference(path.read_bytes(), entry)
+                data = path.read_bytes()
+                reference = decoded.get(_clip_key(entry, content_hash(data))) or self._reference(data, entry)
             except OSError as exc:
                 report.problems.append(
                     f"voice {name!r} skipped: {path} cannot be read ({exc.strerror or exc})"
@@ -266,8 +296,7 @@ class VoiceRegistry:
                 report.problems.append(f"voice {name!r} skipped: {path}: {exc.message}")
                 continue
             loaded[name] = StoredVoice(entry, reference)
-        with self._lock:
-            self._voices = loaded
+        self._voices = loaded
         report.voices = sorted(loaded)
         for problem in report.problems:
             log.warning("voices: %s", problem)
@@ -358,12 +387,24 @@ class VoiceRegistry:
                 code="consent_not_found",
             ) from exc
 
+    @contextlib.contextmanager
+    def _writing(self, store: VoiceStore) -> Iterator[None]:
+        """Hold the directory's lock, then the registry's, around a change to `voices.json` and to
+        `_voices` (a reload cannot interleave and drop it). When no other server changed the file since
+        this registry read it, the file as written is taken as read: no reload for a change of its own."""
+        with store.locked(), self._lock:
+            current = file_stamp(store.registry_path) == self._seen
+            yield
+            if current:
+                self._seen = file_stamp(store.registry_path)
+
     def _store_voice(
         self, voice_id: str, data: bytes, suffix: str, entry: VoiceEntry, reference: ReferenceAudio
     ) -> tuple[VoiceDetail, bool]:
         entry = entry.model_copy(update={"created": time.time()})
-        with self._lock:
-            previous = self._changeable(voice_id).put(voice_id, data, suffix, entry)
+        store = self._changeable(voice_id)
+        with self._writing(store):
+            previous = store.put(voice_id, data, suffix, entry)
             self._voices = {**self._voices, voice_id: StoredVoice(entry, reference)}
         return self.info(voice_id), previous is not None
 
@@ -378,7 +419,7 @@ class VoiceRegistry:
         label = check_text(name, "name", max_chars=256)
         if voice_id not in self._voices or self.store is None:
             raise VoiceNotFound(f"voice {voice_id!r} not found", param="voice_id")
-        with self._lock:
+        with self._writing(self.store):
             stored = self._voices.get(voice_id)
             if stored is None:
                 raise VoiceNotFound(f"voice {voice_id!r} not found", param="voice_id")
@@ -394,7 +435,7 @@ class VoiceRegistry:
             raise VoiceConflict(f"{name!r} is a builtin voice and cannot be deleted", param="voice_id")
         if name not in self._voices or self.store is None:
             raise VoiceNotFound(f"voice {name!r} not found", param="voice_id")
-        with self._lock:
+        with self._writing(self.store):
             self.store.remove(name)
             self._voices = {k: v for k, v in self._voices.items() if k != name}
 
@@ -419,6 +460,12 @@ class VoiceRegistry:
     @property
     def freezes(self) -> int:
         return self.freezer.freezes
+
+
+def _clip_key(entry: VoiceEntry, clip_hash: str) -> tuple[bool, str, str | None]:
+    """What a decoded clip depends on: its bytes, its transcript, and whether it is generated audio
+    (a designed voice's clip skips the upload checks)."""
+    return entry.source == "designed", clip_hash, entry.transcript or None
 
 
 def designs_voices(info: BackendInfo) -> bool:

@@ -1,13 +1,17 @@
 """The pronunciation lexicon's admin API under `/admin/lexicon`: list, add or replace, delete, reload.
 
 Edits take effect on the next request and are saved to `settings.lexicon_path` (atomically) when one
-is set; without it they last until the server stops. `/admin/*` needs an admin key when admin keys
-are configured (see `server.auth`). A malformed entry or file answers 400.
+is set; without it they last until the server stops. Without `state_url`, servers sharing the file edit
+it in turn under its lock, each starting from what it holds, so none drops another's edit. `/admin/*`
+needs an admin key when admin keys are configured (see `server.auth`). A malformed entry or file
+answers 400.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import contextlib
+from collections.abc import Callable
+from typing import Literal, TypeVar
 
 import anyio
 from fastapi import APIRouter, Request
@@ -17,6 +21,7 @@ from polyvox.server.errors import APIError
 from polyvox.text.lexicon import Lexicon, LexiconEntry, LexiconError
 
 router = APIRouter(prefix="/admin/lexicon", tags=["admin"])
+T = TypeVar("T")
 
 
 class LexiconItem(BaseModel):
@@ -52,9 +57,23 @@ def _item(entry: LexiconEntry) -> LexiconItem:
     return LexiconItem(term=entry.term, say=entry.say, case_sensitive=entry.case_sensitive)
 
 
-async def _save(lexicon: Lexicon) -> None:
-    if lexicon.path is not None:
-        await anyio.to_thread.run_sync(lexicon.save)
+async def _edit(request: Request, change: Callable[[Lexicon], T]) -> T:
+    """`change` applied and saved. With `state_url`, state/lexicon_sync merges the servers' edits;
+    without it, other servers may share the file: edit it under its lock (`Lexicon.editing`)."""
+    lexicon = _lexicon(request)
+    sharing_file = request.app.state.shared is None
+
+    def edit() -> T:
+        with lexicon.editing() if sharing_file else contextlib.nullcontext():
+            result = change(lexicon)
+            if lexicon.path is not None:
+                lexicon.save()
+        return result
+
+    try:
+        return await anyio.to_thread.run_sync(edit)
+    except LexiconError as exc:  # the file's lock stayed held
+        raise APIError(503, str(exc), code="lexicon_unavailable", headers={"Retry-After": "5"}) from exc
 
 
 @router.get("", response_model=LexiconList)
@@ -66,22 +85,25 @@ async def list_entries(request: Request) -> LexiconList:
 @router.post("", response_model=LexiconItem, status_code=201)
 async def add_entry(item: LexiconItem, request: Request) -> LexiconItem:
     """Add an entry, replacing any entry for the same term."""
-    lexicon = _lexicon(request)
-    try:
-        entry = lexicon.add(item.term, item.say, item.case_sensitive)
-    except LexiconError as exc:
-        raise APIError(400, str(exc), param="term", code="invalid_lexicon_entry") from exc
-    await _save(lexicon)
-    return _item(entry)
+
+    def add(lexicon: Lexicon) -> LexiconEntry:
+        try:
+            return lexicon.add(item.term, item.say, item.case_sensitive)
+        except LexiconError as exc:
+            raise APIError(400, str(exc), param="term", code="invalid_lexicon_entry") from exc
+
+    return _item(await _edit(request, add))
 
 
 @router.delete("/{term:path}", response_model=LexiconDeleted)
 async def delete_entry(term: str, request: Request) -> LexiconDeleted:
     """Remove the entry for `term` (404 when there is none)."""
-    lexicon = _lexicon(request)
-    if not lexicon.remove(term):
-        raise APIError(404, f"the lexicon has no entry {term!r}", param="term", code="not_found")
-    await _save(lexicon)
+
+    def remove(lexicon: Lexicon) -> None:
+        if not lexicon.remove(term):
+            raise APIError(404, f"the lexicon has no entry {term!r}", param="term", code="not_found")
+
+    await _edit(request, remove)
     return LexiconDeleted(term=term)
 
 

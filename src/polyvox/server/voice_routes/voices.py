@@ -97,16 +97,24 @@ def get_registry(request: Request) -> VoiceRegistry:
     return request.app.state.voices
 
 
+async def get_fresh_registry(request: Request) -> VoiceRegistry:
+    """The registry, first brought up to date when another server sharing the voices directory changed
+    `voices.json` (otherwise one stat, off the event loop)."""
+    registry: VoiceRegistry = request.app.state.voices
+    await anyio.to_thread.run_sync(registry.refresh)
+    return registry
+
+
 @router.get("/v1/audio/voices", response_model=WebUIVoiceList)
 async def list_voices_webui(
-    request: Request, registry: VoiceRegistry = Depends(get_registry)
+    request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
 ) -> WebUIVoiceList:
     infos = registry.infos(request.app.state.backend)
     return WebUIVoiceList(voices=[WebUIVoice(id=i.id, name=i.name) for i in infos])
 
 
 @router.get("/v1/voices", response_model=VoiceList)
-async def list_voices(request: Request, registry: VoiceRegistry = Depends(get_registry)) -> VoiceList:
+async def list_voices(request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)) -> VoiceList:
     infos = registry.infos(request.app.state.backend)
     cards = [VoiceCard(id=i.id, name=i.name, source=i.source) for i in infos]
     return VoiceList(data=cards, default="alloy")
@@ -114,7 +122,7 @@ async def list_voices(request: Request, registry: VoiceRegistry = Depends(get_re
 
 @router.get("/v1/audio/voices/{voice_id}", response_model=VoiceDetail)
 async def get_voice(
-    voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_registry)
+    voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
 ) -> VoiceDetail:
     return registry.info(voice_id, request.app.state.backend)
 
@@ -130,7 +138,7 @@ async def create_voice(request: Request, registry: VoiceRegistry = Depends(get_r
 
 @router.post("/v1/audio/voices/{voice_id}", response_model=VoiceDetail)
 async def rename_voice(
-    voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_registry)
+    voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
 ) -> VoiceDetail:
     """Change a stored voice's display `name` (JSON or form); its id, clip and prompt hash stay."""
     fields = await read_fields(request, request.app.state.settings.max_request_bytes)
@@ -138,7 +146,7 @@ async def rename_voice(
 
 
 @router.delete("/v1/audio/voices/{voice_id}", response_model=VoiceDeleted)
-async def delete_voice(voice_id: str, registry: VoiceRegistry = Depends(get_registry)) -> VoiceDeleted:
+async def delete_voice(voice_id: str, registry: VoiceRegistry = Depends(get_fresh_registry)) -> VoiceDeleted:
     await anyio.to_thread.run_sync(registry.delete, voice_id)
     return VoiceDeleted(id=voice_id)
 
