@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,10 +50,12 @@ class Tiny:
         return encode_wav(self.vae, wav, self.config.patch_size)
 
 
-@pytest.fixture(scope="session")
-def tiny() -> Tiny:
+def make_tiny(**vae_overrides) -> Tiny:
+    """The tiny config with seeded random weights; `vae_overrides` change AudioVAE config fields."""
     torch.manual_seed(1234)
     config = VoxCPM2Config.tiny()
+    if vae_overrides:
+        config = config.model_copy(update={"audio_vae_config": {**config.audio_vae_config, **vae_overrides}})
     lm = VoxCPM2LM(config)
     with torch.no_grad():
         for p in lm.parameters():
@@ -60,6 +63,17 @@ def tiny() -> Tiny:
                 p.normal_(0.0, 0.02)
     vae = AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config))
     return Tiny(config, lm.eval(), vae.eval())
+
+
+@pytest.fixture(scope="session")
+def tiny() -> Tiny:
+    return make_tiny()
+
+
+@pytest.fixture(scope="session")
+def tiny_with() -> Callable[..., Tiny]:
+    """`make_tiny` itself, for a module that overrides `tiny` with other VAE fields."""
+    return make_tiny
 
 
 def mixed_requests(tiny):
