@@ -202,18 +202,20 @@ def wake_lateness_beside(call: Callable[[], object], seconds: float) -> float:
     return late
 
 
-def lock_check(seconds: float = 1.0) -> list[dict]:
+def lock_check(seconds: float = 1.0, clip_s: int = 120) -> list[dict]:
     """Does a long FFmpeg or soxr call hold the interpreter lock? A thread makes the call over and over
     while this one sleeps 1 ms at a time: a call that held the lock for its D ms would make some
-    wake-up D ms late; one that releases it leaves them within the interpreter's 5 ms switch interval."""
-    clip = speech_like(120.0, ENGINE_RATE)  # calls of tens to hundreds of ms: far above the 5 ms interval
-    served = clip[: 20 * ENGINE_RATE : 2].copy()
+    wake-up D ms late; one that releases it leaves them within the interpreter's 5 ms switch interval.
+    A `clip_s` of 120 makes calls of tens to hundreds of ms, far above the 5 ms interval."""
+    clip = speech_like(clip_s, ENGINE_RATE)
+    encoded_s = clip_s // 6
+    served = clip[: encoded_s * ENGINE_RATE : 2].copy()
     resampler = Resampler(ENGINE_RATE, SERVED_RATE)
     encoder = StreamEncoder("mp3", SERVED_RATE)
     calls: list[tuple[str, Callable[[], object]]] = [
-        ("soxr HQ, 120 s 48->16 kHz (voice clips)", lambda: resample_clip(clip, ENGINE_RATE, 16_000)),
-        ("PyAV swresample, 120 s 48->24 kHz (responses)", lambda: resampler.process(clip)),
-        ("PyAV libmp3lame encode, 20 s at 24 kHz", lambda: encoder.encode(served)),
+        (f"soxr HQ, {clip_s} s 48->16 kHz (voice clips)", lambda: resample_clip(clip, ENGINE_RATE, 16_000)),
+        (f"PyAV swresample, {clip_s} s 48->24 kHz (responses)", lambda: resampler.process(clip)),
+        (f"PyAV libmp3lame encode, {encoded_s} s at 24 kHz", lambda: encoder.encode(served)),
     ]
     results = []
     for name, call in calls:
@@ -260,7 +262,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--streams", type=int, default=TARGET_STREAMS, help="streams encoding at once")
     parser.add_argument("--seconds", type=float, default=5.0, help="measuring window per format and pool")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before the window opens")
-    parser.add_argument("--dry-run", action="store_true", help="4 streams, short windows: checks it runs")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="4 streams, short windows and clips: checks it runs"
+    )
     parser.add_argument(
         "--direct-only",
         action="store_true",
@@ -275,7 +279,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     if args.dry_run:
-        args.streams, args.seconds, args.warmup = 4, 0.3, 0.1
+        args.streams, args.seconds, args.warmup = 4, 0.15, 0.05
     return args
 
 
@@ -284,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     formats = args.formats.split(",")
     threads = [int(t) for t in args.threads.split(",")]
     runs: list[Run] = []
-    locks = lock_check(0.2 if args.dry_run else 1.0) if args.lock_check else []
+    locks = (lock_check(0.2, clip_s=12) if args.dry_run else lock_check()) if args.lock_check else []
     for lock in locks:
         verdict = "releases" if lock["releases_lock"] else "HOLDS"
         print(
