@@ -26,7 +26,7 @@ def test_a_checkpoint_or_random_weights_select_voxcpm2(
 
     class Recorder:
         @classmethod
-        def from_settings(cls, settings: Settings) -> str:
+        def from_settings(cls, settings: Settings, engine_sockets=None, connect=False) -> str:
             calls.append(settings)
             return "voxcpm2 engine"
 

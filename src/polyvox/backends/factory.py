@@ -12,12 +12,13 @@ from polyvox.text.frontend import TextFrontend
 from polyvox.text.lexicon import Lexicon
 
 
-def build_model_backend(settings: Settings) -> Backend:
-    """The model back end `settings` select (not started yet)."""
+def build_model_backend(settings: Settings, engine_sockets: str | None = None) -> Backend:
+    """The model back end `settings` select (not started yet); `engine_sockets`: VoxCPM's engine ranks
+    are the launcher's, listening there (an API process behind `api_server_count`)."""
     if settings.model or settings.random_weights:
         from polyvox.backends.voxcpm2 import VoxCPM2Backend
 
-        return VoxCPM2Backend.from_settings(settings)
+        return VoxCPM2Backend.from_settings(settings, engine_sockets, connect=engine_sockets is not None)
 
     from polyvox.backends.embedded import EmbeddedBackend
 
@@ -37,6 +38,6 @@ def with_text_frontend(backend: Backend, settings: Settings) -> TextPipeline:
     )
 
 
-def build_backend(settings: Settings) -> TextPipeline:
+def build_backend(settings: Settings, engine_sockets: str | None = None) -> TextPipeline:
     """What `polyvox serve` and `polyvox say` speak with: the selected back end behind the text front end."""
-    return with_text_frontend(build_model_backend(settings), settings)
+    return with_text_frontend(build_model_backend(settings, engine_sockets), settings)

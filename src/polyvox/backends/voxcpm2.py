@@ -94,7 +94,11 @@ class VoxCPM2Backend(Backend):
         )
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> VoxCPM2Backend:
+    def from_settings(
+        cls, settings: Settings, engine_sockets: str | None = None, connect: bool = False
+    ) -> VoxCPM2Backend:
+        """`engine_sockets`: the directory the engine ranks' sockets go in; `connect`: the ranks there
+        belong to the launcher (an API process behind `api_server_count`), this back end only connects."""
         from polyvox.engine_core.model_spec import ModelSpec
 
         spec = ModelSpec.from_settings(settings)
@@ -123,7 +127,13 @@ class VoxCPM2Backend(Backend):
             from polyvox.engine_core.data_parallel import DataParallelEngine
 
             logging_setup = (settings.log_level, settings.log_format)
-            backend.engine = DataParallelEngine(spec.ranks(settings), backend.options, logging_setup)
+            backend.engine = DataParallelEngine(
+                spec.ranks(settings),
+                backend.options,
+                logging_setup,
+                socket_dir=engine_sockets,
+                connect=connect,
+            )
         elif len(spec.ranks(settings)) > 1:
             raise StartupError("data parallel (data_parallel_size, devices) needs engine_process on")
         return backend

@@ -1,7 +1,11 @@
 """`DataParallelEngine`: one engine process per data-parallel rank (device) behind one API server, each
 request routed by the `Router`. A rank that dies fails only its own requests and is restarted by its
 `EngineClient` while the others serve (their processes and counters untouched); the engine is ready
-while any rank is up."""
+while any rank is up.
+
+With `connect=True` (an API process behind `api_server_count`), the ranks are processes the launcher
+owns and restarts, at `socket_dir`: each is a `ConnectedEngineClient`, routed on the loads every API
+process puts on it."""
 
 from __future__ import annotations
 
@@ -16,7 +20,8 @@ import numpy as np
 
 from polyvox.backends.base import EngineRank, PromptCacheStats, SynthesisRequest
 from polyvox.backends.errors import BackendError
-from polyvox.engine_core.client import EngineClient
+from polyvox.engine_core.client import EngineClient, engine_address
+from polyvox.engine_core.connected import ConnectedEngineClient
 from polyvox.engine_core.model_spec import ModelSpec
 from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.router import NoRankUp, Router, voice_key
@@ -34,34 +39,68 @@ class DataParallelEngine:
         options: WorkerOptions,
         logging_setup: tuple[str, LogFormat] = ("warning", "text"),
         affinity: bool = True,
+        socket_dir: str | None = None,
+        connect: bool = False,
     ) -> None:
+        """`socket_dir`: where the ranks' sockets are (a temporary directory made at start when None);
+        `connect`: only connect to ranks the launcher owns there."""
+        if connect and socket_dir is None:
+            raise ValueError("connect needs the socket_dir of the launcher's engines")
         self.specs = ranks
         self.options = options
         self.logging_setup = logging_setup
         self.router = Router(len(ranks), affinity)
-        self.clients: list[EngineClient] = []
-        self._socket_dir: str | None = None
+        self.clients: list[EngineClient | ConnectedEngineClient] = []
+        self.connect = connect
+        self.socket_dir = socket_dir
+        self._made_dir: str | None = None
 
     async def start(self) -> None:
         if self.clients:
             return
-        self._socket_dir = tempfile.mkdtemp(prefix="polyvox-engines-")
-        self.clients = [
-            EngineClient(rank, spec, self.options, self._socket_dir, self.logging_setup)
+        if self.connect:
+            await self._connect()
+            return
+        if self.socket_dir is None:
+            self.socket_dir = self._made_dir = tempfile.mkdtemp(prefix="polyvox-engines-")
+        clients = [
+            EngineClient(rank, spec, self.options, self.socket_dir, self.logging_setup)
             for rank, spec in enumerate(self.specs)
         ]
-        results = await asyncio.gather(*(c.start() for c in self.clients), return_exceptions=True)
+        self.clients = list(clients)
+        results = await asyncio.gather(*(c.start() for c in clients), return_exceptions=True)
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
             await self.stop()
             raise failures[0]
 
+    async def _connect(self) -> None:
+        """Follow every rank; ready once one of them serves (the others join as they come up)."""
+        assert self.socket_dir is not None
+        clients = [
+            ConnectedEngineClient(rank, engine_address(self.socket_dir, rank))
+            for rank in range(len(self.specs))
+        ]
+        self.clients = list(clients)
+        for client in clients:
+            await client.start()
+        waits = [asyncio.create_task(c.wait_ready()) for c in clients]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
     async def stop(self) -> None:
         clients, self.clients = self.clients, []
         await asyncio.gather(*(c.stop() for c in clients))
-        if self._socket_dir is not None:
-            shutil.rmtree(self._socket_dir, ignore_errors=True)
-            self._socket_dir = None
+        if self._made_dir is not None:
+            shutil.rmtree(self._made_dir, ignore_errors=True)
+            self.socket_dir = self._made_dir = None
+
+    async def forget(self, peer: bytes) -> None:
+        """Tell every rank this engine owns that a client of theirs is gone (an API process died)."""
+        await asyncio.gather(*(c.forget(peer) for c in self.clients if isinstance(c, EngineClient)))
 
     @property
     def ready(self) -> bool:

@@ -104,7 +104,13 @@ class ControlCall(msgspec.Struct, frozen=True, tag="control"):
     args: dict[str, Any] = {}
 
 
-ToEngine = Generate | Abort | Hello | Shutdown | ControlCall
+class Forget(msgspec.Struct, frozen=True, tag="forget"):
+    """A client is gone (an API process that died): the engine drops its requests and stops telling it."""
+
+    peer: bytes
+
+
+ToEngine = Generate | Abort | Hello | Shutdown | ControlCall | Forget
 
 # --------------------------------------------------------------------- engine -> client
 
@@ -122,6 +128,7 @@ class Ready(msgspec.Struct, frozen=True, tag="ready"):
     device: str
     num_kv_blocks: int
     kv_block_size: int
+    restarts: int = 0  # how many times this rank's process was started again after dying
 
 
 class StartFailed(msgspec.Struct, frozen=True, tag="start_failed"):
@@ -139,13 +146,15 @@ class Chunk(msgspec.Struct, frozen=True, array_like=True):
 
 class Outputs(msgspec.Struct, frozen=True, tag="outputs"):
     """One step's patches for one client, with the engine's counters after it. The message has a second
-    frame: the whole step's audio, `[rows, samples]` mono float32 PCM at the model's output rate, sent
-    without a copy (the chunks name their rows; an empty frame when the step made none)."""
+    frame: the step's audio for this client, `[rows, samples]` mono float32 PCM at the model's output
+    rate (the chunks name their rows; an empty frame when the step made none for it), sent without a copy
+    when one client has every row."""
 
     chunks: list[Chunk]
     stats: BatchingStats
     prompts: PromptCacheStats
     samples: int = 0  # per row
+    held: int = 0  # requests the engine holds for every client (being prepared, waiting or running)
 
 
 class Stats(msgspec.Struct, frozen=True, tag="stats"):
@@ -153,6 +162,7 @@ class Stats(msgspec.Struct, frozen=True, tag="stats"):
 
     stats: BatchingStats
     prompts: PromptCacheStats
+    held: int = 0
 
 
 ErrorKind = Literal["input", "overloaded", "failed"]

@@ -4,7 +4,11 @@ tells connected clients its start-up stage, answers `Ready`, then loops: take th
 (blocking only when idle), apply them (an abort frees its KV blocks before the next step), step, and
 send each client its step's patches in one message.
 
-It exits by itself when the API server is gone (its parent process changes) and on `Shutdown`; it
+Several clients may connect (API processes behind `api_server_count`, and the launcher that owns the
+engine): each gets its own requests' patches, and the others the counters alone; `Forget` drops a client
+that died, with its requests.
+
+It exits by itself when its parent (the API server, or the launcher) is gone and on `Shutdown`; it
 ignores SIGTERM and SIGINT, which a service manager may send to the whole process group: the API server
 drains first and then shuts its engines down.
 """
@@ -20,6 +24,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
+import msgspec
 import numpy as np
 import zmq
 
@@ -51,8 +56,10 @@ def run(
     parent_pid: int,
     log_level: str = "warning",
     log_format: LogFormat = "text",
+    restarts: int = 0,
 ) -> None:
-    """The process's entry point (picklable arguments only)."""
+    """The process's entry point (picklable arguments only); `restarts`: the rank's earlier deaths, for
+    the handshake."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     setup_logging(log_level, log_format)
@@ -65,7 +72,7 @@ def run(
     socket.setsockopt(zmq.RCVHWM, 0)
     socket.bind(address)
     link = ClientLink(socket, parent_pid)
-    worker = link.start_up(spec, options)
+    worker = link.start_up(spec, options, restarts)
     if worker is not None:
         EngineLoop(worker, link).run()
     socket.close()
@@ -112,10 +119,13 @@ class ClientLink:
                 self.send(peer, self.greeting)
             elif isinstance(message, m.Shutdown):
                 self.shutdown = True
+            elif isinstance(message, m.Forget):
+                self.peers.discard(message.peer)
+                received.append((peer, message))
             else:
                 received.append((peer, message))
 
-    def start_up(self, spec: ModelSpec, options: WorkerOptions) -> EngineWorker | None:
+    def start_up(self, spec: ModelSpec, options: WorkerOptions, restarts: int = 0) -> EngineWorker | None:
         """Load the model and build the worker in a thread while clients hear the stage it is in."""
         built: Future[EngineWorker] = Future()
 
@@ -150,7 +160,7 @@ class ClientLink:
             return None
         blocks = worker.core.block_manager.num_blocks
         device = str(worker.prompts.model.device)
-        self.greeting = m.Ready(os.getpid(), device, blocks, worker.config.kv_block_size)
+        self.greeting = m.Ready(os.getpid(), device, blocks, worker.config.kv_block_size, restarts)
         self.broadcast(self.greeting)
         return worker
 
@@ -184,7 +194,7 @@ class EngineLoop:
                 return
             if not self.core.has_work():
                 if not self.stats_sent:
-                    self.link.broadcast(m.Stats(self.core.stats(), self.worker.prompts.prompt_cache.stats()))
+                    self.link.broadcast(self.stats())
                     self.stats_sent = True
                 continue
             try:
@@ -206,20 +216,35 @@ class EngineLoop:
 
     def apply(self, peer: Peer, message: object) -> None:
         if isinstance(message, m.Generate):
+            self.link.peers.add(peer)  # told its patches, even if it was forgotten (a pid used again)
             key = (peer, message.key)
             future = self.prepare_pool.submit(self.worker.prepare, message.request())
             self.preparing[key] = future
             future.add_done_callback(lambda _: os.write(self._wake_write, b"."))
         elif isinstance(message, m.Abort):
-            key = (peer, message.key)
-            if key in self.preparing:
-                self.preparing.pop(key).cancel()
-            if (seq_id := self.seq_of.pop(key, None)) is not None:
-                del self.key_of[seq_id]
-                self.core.abort(seq_id)
-                self.stats_sent = False
+            self.abort((peer, message.key))
         elif isinstance(message, m.ControlCall):
             self.control(peer, message)
+        elif isinstance(message, m.Forget):
+            gone = message.peer
+            for key in [k for k in (*self.preparing, *self.seq_of) if k[0] == gone]:
+                self.abort(key)
+            if self.seq_of or self.preparing:
+                log.info("a client is gone: its requests are dropped")
+
+    def abort(self, key: RequestKey) -> None:
+        if key in self.preparing:
+            self.preparing.pop(key).cancel()
+        if (seq_id := self.seq_of.pop(key, None)) is not None:
+            del self.key_of[seq_id]
+            self.core.abort(seq_id)
+            self.stats_sent = False
+
+    def stats(self) -> m.Stats:
+        return m.Stats(self.core.stats(), self.worker.prompts.prompt_cache.stats(), self.held())
+
+    def held(self) -> int:
+        return len(self.preparing) + len(self.seq_of)
 
     def admit_prepared(self) -> None:
         with contextlib.suppress(BlockingIOError):
@@ -255,13 +280,22 @@ class EngineLoop:
                 del self.key_of[out.seq_id]
                 del self.seq_of[key]
             by_peer.setdefault(key[0], []).append(m.Chunk(key[1], out.index, out.finished, out.row))
-        # The step's audio goes out as one frame, not copied (the runner makes a new array each step).
+        # The step's audio goes out as one frame, not copied (the runner makes a new array each step),
+        # when one client has every row; several clients each get their own rows.
         audio = np.ascontiguousarray(outputs[0].step_audio, dtype=np.float32) if outputs else _NO_AUDIO
         samples = audio.shape[1] if audio.ndim == 2 else 0
-        stats, prompts = self.core.stats(), self.worker.prompts.prompt_cache.stats()
+        stats, prompts, held = self.core.stats(), self.worker.prompts.prompt_cache.stats(), self.held()
         for peer in self.link.peers:
-            message = m.Outputs(by_peer.get(peer, []), stats, prompts, samples)
-            self.link.socket.send_multipart([peer, m.encode(message), audio.data], copy=False)
+            chunks = by_peer.get(peer)
+            if chunks is None and len(self.link.peers) > 1:
+                self.link.send(peer, m.Stats(stats, prompts, held))  # nothing of its own this step
+                continue
+            chunks, frame = chunks or [], audio
+            if len(by_peer) > 1:
+                frame = audio[[chunk.row for chunk in chunks]]
+                chunks = [msgspec.structs.replace(c, row=i) for i, c in enumerate(chunks)]
+            message = m.Outputs(chunks, stats, prompts, samples, held)
+            self.link.socket.send_multipart([peer, m.encode(message), frame.data], copy=False)
         self.stats_sent = True
 
     def control(self, peer: Peer, call: m.ControlCall) -> None:

@@ -1,0 +1,179 @@
+"""`EngineLink`: what every client of an engine process does on its socket, whoever started the process:
+hand each request's patches to that request's own queue, answer control calls, mirror the engine's
+start-up stage, keep its counters, and fail the requests it held when it goes away. `EngineClient`
+(engine_core/client.py) also spawns and restarts the process; `ConnectedEngineClient` (connected.py) only
+connects to one a launcher owns."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import numpy as np
+import zmq
+import zmq.asyncio
+
+from polyvox.backends.base import PromptCacheStats, SynthesisRequest
+from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded
+from polyvox.batching.core import BatchingStats
+from polyvox.engine_core import messages as m
+from polyvox.startup import STAGES
+
+
+class EngineDied(BackendError):
+    """The engine process serving the request died (killed, out of memory, a device error)."""
+
+
+class EngineLink:
+    def __init__(self, rank: int, address: str) -> None:
+        self.rank = rank
+        self.address = address
+        self.handshake: m.Ready | None = None
+        self.stats: BatchingStats | None = None
+        self.held = 0  # requests the engine reported holding, for every client
+        self._prompt_stats = PromptCacheStats()
+        self._socket: zmq.asyncio.Socket | None = None
+        self._requests: dict[int, asyncio.Queue] = {}
+        self._keys = itertools.count()
+        self._calls: dict[int, asyncio.Future] = {}
+        self._greeting: asyncio.Future | None = None
+        self._stage: str | None = None
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def up(self) -> bool:
+        return self.handshake is not None
+
+    @property
+    def load(self) -> int:
+        """Requests sent to this engine and not finished (its running and waiting ones)."""
+        return len(self._requests)
+
+    def prompt_cache_stats(self) -> PromptCacheStats:
+        return self._prompt_stats
+
+    def _dealer(self, identity: bytes | None = None, connect: bool = True) -> zmq.asyncio.Socket:
+        socket = zmq.asyncio.Context.instance().socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.setsockopt(zmq.SNDHWM, 0)  # sending never waits on a busy engine
+        socket.setsockopt(zmq.RCVHWM, 0)
+        if identity is not None:
+            socket.setsockopt(zmq.IDENTITY, identity)
+        if connect:
+            socket.connect(self.address)
+        return socket
+
+    # ------------------------------------------------------------------ requests
+
+    async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
+        socket = self._socket
+        if not self.up or socket is None:
+            raise EngineDied(f"engine rank {self.rank} is not running")
+        key = next(self._keys)
+        sink: asyncio.Queue = asyncio.Queue()
+        self._requests[key] = sink
+        finished = False
+        try:
+            self._sent()
+            await socket.send(m.encode(m.Generate.of(key, request)), copy=False)
+            while True:
+                item = await sink.get()
+                if isinstance(item, BaseException):
+                    finished = True  # the engine holds nothing of it any more
+                    raise item
+                audio, last = item
+                yield audio
+                if last:
+                    finished = True
+                    return
+        finally:
+            self._requests.pop(key, None)
+            if not finished and self._socket is socket and self.up:
+                with contextlib.suppress(zmq.ZMQError):
+                    await socket.send(m.encode(m.Abort(key)))
+
+    def _sent(self) -> None:
+        """A request went out (connected clients count the ones the engine has not reported yet)."""
+
+    async def control(self, method: str, **args: Any) -> Any:
+        """Call `method` on the engine's worker (see `EngineWorker.control`); RuntimeError if it fails."""
+        socket = self._socket
+        if not self.up or socket is None:
+            raise EngineDied(f"engine rank {self.rank} is not running")
+        call_id = next(self._keys)
+        reply: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._calls[call_id] = reply
+        try:
+            await socket.send(m.encode(m.ControlCall(call_id, method, args)))
+            return await reply
+        finally:
+            self._calls.pop(call_id, None)
+
+    # ------------------------------------------------------------------ receiving
+
+    async def _receive(self, socket: zmq.asyncio.Socket) -> None:
+        while True:
+            frames = await socket.recv_multipart(copy=False)
+            message = m.from_engine.decode(frames[0].buffer)
+            if isinstance(message, m.Outputs):
+                audio = np.frombuffer(frames[1].buffer, dtype=np.float32)
+                rows = audio.reshape(-1, message.samples) if message.samples else audio.reshape(0, 0)
+                for chunk in message.chunks:
+                    sink = self._requests.get(chunk.key)
+                    if sink is not None:
+                        sink.put_nowait((rows[chunk.row], chunk.finished))
+                self._counted(message.stats, message.prompts, message.held)
+            elif isinstance(message, m.Stats):
+                self._counted(message.stats, message.prompts, message.held)
+            elif isinstance(message, m.Failed):
+                sink = self._requests.pop(message.key, None)
+                if sink is not None:
+                    sink.put_nowait(_error_of(message))
+            elif isinstance(message, m.Stage):
+                self._show_stage(message.name)
+            elif isinstance(message, m.Ready | m.StartFailed):
+                self._greeted(message)
+            elif isinstance(message, m.ControlReply):
+                reply = self._calls.get(message.call_id)
+                if reply is not None and not reply.done():
+                    if message.error is not None:
+                        reply.set_exception(RuntimeError(message.error))
+                    else:
+                        reply.set_result(message.result)
+
+    def _counted(self, stats: BatchingStats, prompts: PromptCacheStats, held: int) -> None:
+        self.stats, self._prompt_stats, self.held = stats, prompts, held
+
+    def _greeted(self, message: m.Ready | m.StartFailed) -> None:
+        if self._greeting is not None and not self._greeting.done():
+            self._greeting.set_result(message)
+
+    def _show_stage(self, name: str | None) -> None:
+        """Mirror the engine's start-up stage into this process's, so `/ready` names it as the engine's
+        log line does."""
+        if self._stage is not None:
+            STAGES.hide(self._stage)
+        self._stage = name
+        if self._stage is not None:
+            STAGES.show(self._stage)
+
+    def _fail_all(self, error: BaseException) -> None:
+        requests, self._requests = self._requests, {}
+        for sink in requests.values():
+            sink.put_nowait(error)
+        calls, self._calls = self._calls, {}
+        for reply in calls.values():
+            if not reply.done():
+                reply.set_exception(error)
+
+
+def _error_of(failure: m.Failed) -> Exception:
+    if failure.kind == "input":
+        return BackendInputError(failure.message, param=failure.param, code=failure.code)
+    if failure.kind == "overloaded":
+        return BackendOverloaded(failure.message)
+    return BackendError(failure.message)
