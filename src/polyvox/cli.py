@@ -123,16 +123,13 @@ def run_serve(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     log_config = setup_logging(settings.log_level, settings.log_format)
+    if settings.api_server_count > 1:
+        return _serve_many(settings)
     with files_named_by(settings):
         app = create_app(settings)
     info = app.state.backend.info
     log.info("serving %s (model %s) on http://%s:%d", info.name, info.model_id, settings.host, settings.port)
-    if settings.host not in LOOPBACK_HOSTS and app.state.keyring.open:
-        log.warning(
-            "listening on %s, beyond loopback, with no API key: anyone who can reach this port can use "
-            "the server (set api_keys or api_keys_file)",
-            settings.host,
-        )
+    _warn_if_open(settings, app.state.keyring.open)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -151,6 +148,25 @@ def run_serve(args: argparse.Namespace) -> int:
     server.run()
     if server.failure is not None:
         raise StartupError(f"the engine failed to start: {server.failure}")
+    return 0
+
+
+def _warn_if_open(settings: Settings, keyless: bool) -> None:
+    if settings.host not in LOOPBACK_HOSTS and keyless:
+        log.warning(
+            "listening on %s, beyond loopback, with no API key: anyone who can reach this port can use "
+            "the server (set api_keys or api_keys_file)",
+            settings.host,
+        )
+
+
+def _serve_many(settings: Settings) -> int:
+    """`api_server_count` > 1: the launcher, its engine ranks and its API server processes."""
+    from polyvox.server.auth import KeyRing
+    from polyvox.server.multi_api.launcher import serve_many
+
+    _warn_if_open(settings, KeyRing.from_settings(settings).open)
+    serve_many(settings)
     return 0
 
 

@@ -66,8 +66,12 @@ class DrainingServer(uvicorn.Server):
         busy: Callable[[], bool],
         grace_s: float,
         failure: Callable[[], str | None] = lambda: None,
+        repeat_sigterm_stops: bool = True,
     ):
+        """`repeat_sigterm_stops` off: a second SIGTERM is ignored (an API process behind the launcher,
+        which may get one from a service manager and one from the launcher; SIGINT stops it)."""
         super().__init__(config)
+        self.repeat_sigterm_stops = repeat_sigterm_stops
         self.lifecycle = lifecycle
         self.busy = busy
         self.grace_s = grace_s
@@ -80,7 +84,7 @@ class DrainingServer(uvicorn.Server):
             self.lifecycle.begin_drain(self.grace_s)
             return
         if sig == signal.SIGTERM:
-            self.should_exit = True  # a second SIGTERM: stop waiting
+            self.should_exit = self.should_exit or self.repeat_sigterm_stops  # a second one: stop waiting
             return
         super().handle_exit(sig, frame)
 

@@ -1,0 +1,65 @@
+"""One API server process behind the launcher: the whole polyvox app (HTTP, text front end, voices,
+cache, encoding, metrics) on the listening socket the launcher shares, its VoxCPM engine ranks reached
+by connecting to the launcher's (`ConnectedEngineClient`). It drains on SIGTERM as `polyvox serve`
+does, and drains and exits when the launcher is gone."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+
+import uvicorn
+
+from polyvox.logs import setup_logging
+from polyvox.settings import Settings
+from polyvox.startup import StartupError
+
+log = logging.getLogger(__name__)
+
+EXIT_START_FAILED = 3  # the app could not be built (its log says why): restarting it cannot help
+ORPHAN_POLL_S = 0.5
+
+
+def run(
+    settings: Settings, listener: socket.socket, engine_sockets: str | None, launcher_pid: int, index: int
+) -> None:
+    """The process's entry point (spawned; picklable arguments only)."""
+    log_config = setup_logging(settings.log_level, settings.log_format)
+    threading.Thread(target=_drain_when_orphaned, args=(launcher_pid,), daemon=True).start()
+    from polyvox.backends.factory import build_backend
+    from polyvox.server.app import create_app
+    from polyvox.server.lifecycle.draining import DrainingServer
+    from polyvox.settings_errors import files_named_by
+
+    try:
+        with files_named_by(settings):
+            app = create_app(settings, build_backend(settings, engine_sockets))
+    except StartupError as exc:
+        log.error("API server %d cannot start: %s", index, exc)
+        sys.exit(EXIT_START_FAILED)
+    log.info("API server %d (pid %d) serving", index, os.getpid())
+    config = uvicorn.Config(
+        app, log_level=settings.log_level, log_config=log_config, timeout_graceful_shutdown=5
+    )
+    server = DrainingServer(
+        config,
+        app.state.lifecycle,
+        busy=app.state.service.busy,
+        grace_s=settings.shutdown_grace_s,
+        failure=lambda: app.state.backend_failure,
+        repeat_sigterm_stops=False,  # a service manager's SIGTERM and the launcher's may both arrive
+    )
+    server.run(sockets=[listener])
+
+
+def _drain_when_orphaned(launcher_pid: int) -> None:
+    """The launcher gone (killed), its engines go too: drain what is left and exit."""
+    while os.getppid() == launcher_pid:
+        time.sleep(ORPHAN_POLL_S)
+    log.warning("the launcher is gone: draining and exiting")
+    os.kill(os.getpid(), signal.SIGTERM)

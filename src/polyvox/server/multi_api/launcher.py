@@ -1,0 +1,230 @@
+"""`polyvox serve --api-server-count N`: the launcher in front of everything. It binds the listening
+socket, starts the VoxCPM engine ranks (it owns them: their parent, restarting one that dies), and starts
+N API server processes that share the socket (the kernel hands each connection to one of them) and
+connect to every rank. Where one API process cannot encode, normalise and frame enough streams for the
+engines, N of them can.
+
+- Each API process admits `max_concurrent_requests / N` and queues `max_queue / N` (rounded up).
+- `/metrics` from any of them sums them all: the launcher gives them one `PROMETHEUS_MULTIPROC_DIR`.
+- An API process that dies is started again with a growing pause between tries; the engines drop what
+  it had asked of them (`Forget`). One that cannot build its app at all (a bad setting) stops the server.
+- SIGTERM drains: every API process drains, then the engines stop, then the launcher exits, leaving no
+  child behind. A second SIGTERM, or SIGINT, stops without waiting.
+- With the embedded voice there are no engine ranks: each API process runs its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import tempfile
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+from polyvox.engine_core.connected import peer_identity
+from polyvox.engine_core.data_parallel import DataParallelEngine
+from polyvox.server.multi_api import api_process
+from polyvox.settings import Settings
+from polyvox.startup import StartupError
+
+log = logging.getLogger(__name__)
+
+RESTART_BACKOFF_S = (0.5, 30.0)  # first and longest pause before starting a dead API process again
+STEADY_S = 30.0  # an API process that lived this long restarts after the shortest pause again
+EXIT_WAIT_S = 15.0  # past the drain, how long API processes may take to exit before they are killed
+BACKLOG = 2048
+
+
+def serve_many(settings: Settings) -> None:
+    """Run the launcher until it is stopped; StartupError when the engines or the API servers cannot start."""
+    asyncio.run(Launcher(settings).run())
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family, backlog=BACKLOG)
+    sock.set_inheritable(True)
+    return sock
+
+
+class Launcher:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.count = settings.api_server_count
+        self.workdir = Path(tempfile.mkdtemp(prefix="polyvox-launcher-"))
+        self.engine_sockets = self.workdir / "engines"
+        self.metrics_dir = self.workdir / "metrics"
+        self.engine: DataParallelEngine | None = None
+        self.processes: dict[int, BaseProcess] = {}
+        self.failure: str | None = None
+        self._stopping = asyncio.Event()
+        self._draining = False
+
+    def _child_settings(self) -> Settings:
+        s = self.settings
+        return s.model_copy(
+            update={
+                "max_concurrent_requests": math.ceil(s.max_concurrent_requests / self.count),
+                "max_queue": math.ceil(s.max_queue / self.count),
+            }
+        )
+
+    def _build_engine(self) -> DataParallelEngine | None:
+        """The VoxCPM ranks the API processes will share (None for the embedded voice)."""
+        s = self.settings
+        if not (s.model or s.random_weights):
+            return None
+        if not s.engine_process:
+            raise StartupError(
+                "api_server_count > 1 needs engine_process on: the API processes share its ranks"
+            )
+        from polyvox.backends.voxcpm2 import VoxCPM2Backend
+
+        backend = VoxCPM2Backend.from_settings(s, str(self.engine_sockets))
+        assert isinstance(backend.engine, DataParallelEngine)
+        return backend.engine
+
+    async def run(self) -> None:
+        s = self.settings
+        self.engine_sockets.mkdir()
+        self.metrics_dir.mkdir()
+        try:
+            self.engine = self._build_engine()
+            listener = listening_socket(s.host, s.port)
+            # read by prometheus_client when the API processes import it (the launcher exports nothing)
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(self.metrics_dir)
+            loop = asyncio.get_running_loop()
+            loop.add_signal_handler(signal.SIGTERM, self._on_signal, signal.SIGTERM)
+            loop.add_signal_handler(signal.SIGINT, self._on_signal, signal.SIGINT)
+            log.info(
+                "launcher (pid %d): %d API server processes on http://%s:%d, %d engine rank(s)",
+                os.getpid(),
+                self.count,
+                s.host,
+                s.port,
+                len(self.engine.specs) if self.engine is not None else 0,
+            )
+            tasks = [asyncio.create_task(self._keep(i, listener)) for i in range(self.count)]
+            if self.engine is not None:
+                tasks.append(asyncio.create_task(self._start_engines()))
+            await asyncio.gather(*tasks)
+            listener.close()
+            if self.engine is not None:
+                await self.engine.stop()
+        finally:
+            for process in self.processes.values():
+                with contextlib.suppress(Exception):
+                    process.kill()
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.failure is not None:
+            raise StartupError(self.failure)
+        log.info("launcher: every process has exited")
+
+    async def _start_engines(self) -> None:
+        assert self.engine is not None
+        try:
+            await self.engine.start()
+        except Exception as exc:
+            self.failure = f"the engine failed to start: {exc}"
+            log.error("%s", self.failure)
+            self._stop(drain=False)
+
+    # ------------------------------------------------------------------ API processes
+
+    async def _keep(self, index: int, listener: socket.socket) -> None:
+        """Run API process `index` until the launcher stops, starting it again when it dies."""
+        loop = asyncio.get_running_loop()
+        pause, longest = RESTART_BACKOFF_S
+        while not self._stopping.is_set():
+            process = multiprocessing.get_context("spawn").Process(
+                target=api_process.run,
+                args=(self._child_settings(), listener, self._engine_sockets(), os.getpid(), index),
+                name=f"polyvox-api-{index}",
+            )
+            await asyncio.to_thread(process.start)
+            self.processes[index] = process
+            started = loop.time()
+            exited: asyncio.Future[None] = loop.create_future()
+
+            def on_exit(exited: asyncio.Future[None] = exited) -> None:
+                if not exited.done():
+                    exited.set_result(None)
+
+            loop.add_reader(process.sentinel, on_exit)
+            try:
+                await self._until_exit(process, exited)
+            finally:
+                loop.remove_reader(process.sentinel)
+            await asyncio.to_thread(process.join, 5.0)
+            del self.processes[index]
+            await self._forget(process)
+            if self._stopping.is_set():
+                return
+            if process.exitcode == api_process.EXIT_START_FAILED:
+                self.failure = f"API server {index} could not start (its log says why)"
+                self._stop(drain=False)
+                return
+            if loop.time() - started >= STEADY_S:
+                pause = RESTART_BACKOFF_S[0]
+            log.error(
+                "API server %d (pid %s) exited (exit code %s); starting it again in %.1f s",
+                index,
+                process.pid,
+                process.exitcode,
+                pause,
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), pause)
+            pause = min(2 * pause, longest)
+
+    async def _until_exit(self, process: BaseProcess, exited: asyncio.Future) -> None:
+        """Wait for the process to exit; once the launcher stops, give it the drain and then kill it."""
+        stopping = asyncio.create_task(self._stopping.wait())
+        try:
+            await asyncio.wait([exited, stopping], return_when=asyncio.FIRST_COMPLETED)
+            if exited.done():
+                return
+            limit = self.settings.shutdown_grace_s + EXIT_WAIT_S if self._draining else EXIT_WAIT_S
+            try:
+                await asyncio.wait_for(asyncio.shield(exited), limit)
+            except TimeoutError:
+                log.warning("API server pid %s did not exit in %.0f s: killing it", process.pid, limit)
+                process.kill()
+        finally:
+            stopping.cancel()
+
+    def _engine_sockets(self) -> str | None:
+        return str(self.engine_sockets) if self.engine is not None else None
+
+    async def _forget(self, process: BaseProcess) -> None:
+        """A dead API process: its gauges leave /metrics, and the engines drop its requests."""
+        from prometheus_client import multiprocess
+
+        if process.pid is not None:
+            multiprocess.mark_process_dead(process.pid, str(self.metrics_dir))
+            if self.engine is not None:
+                await self.engine.forget(peer_identity(process.pid))
+
+    # ------------------------------------------------------------------ stopping
+
+    def _on_signal(self, sig: int) -> None:
+        first = not self._stopping.is_set()
+        drain = sig == signal.SIGTERM and first
+        if drain:
+            log.info("SIGTERM: every API server drains, then the engines stop")
+        self._stop(drain)
+
+    def _stop(self, drain: bool) -> None:
+        self._draining = drain
+        self._stopping.set()
+        for process in list(self.processes.values()):
+            if process.pid is not None and process.is_alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGTERM if drain else signal.SIGINT)
