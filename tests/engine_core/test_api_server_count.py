@@ -1,0 +1,169 @@
+"""`polyvox serve --api-server-count 2 --data-parallel-size 2` on the CPU (tiny random weights): a launcher,
+two API server processes sharing its port, two engine ranks it owns. Speech through the official client
+from either API process, `/metrics` from either counting all of them; kill -9 of an API process (the
+other serves on and it is replaced) and of an engine rank (only its request fails, both API processes
+follow its restart); SIGTERM drains both API processes and both ranks and leaves no process. The tests
+share one server and run in file order: the last one stops it.
+
+With the embedded voice (no engine ranks) each API process runs its own; an API process that cannot
+start (a malformed lexicon file) stops the launcher with a message."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import httpx
+import openai
+import pytest
+
+from engine_core.processes import alive, engine_pid_of_rank, engine_pids, kill9
+from engine_core.serving import FLAGS, LONG, SPEECH, per_rank, speak, wait_until
+from helpers.audio import decode
+from helpers.metrics import scrape, value
+from helpers.serve_process import free_port, polyvox_serve
+
+SPEECH_OK = {"route": SPEECH, "method": "POST", "status": "200"}
+
+
+def routed(samples: dict) -> float:
+    return sum(
+        value(samples, "polyvox_engine_routed_requests_total", rank=str(rank), reason=reason)
+        for rank in range(2)
+        for reason in ("affinity", "load")
+    )
+
+
+def api_pids(launcher: int) -> list[int]:
+    engines = {engine_pid_of_rank(launcher, rank) for rank in range(2)}
+    return [pid for pid in engine_pids(launcher) if pid not in engines]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[tuple[subprocess.Popen, str]]:
+    voices = tmp_path_factory.mktemp("voices")
+    flags = (*FLAGS, "--api-server-count", "2", "--voices-dir", str(voices), "--shutdown-grace-s", "120")
+    with polyvox_serve(*flags) as (proc, url):
+        wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "ready", "both ranks serve")
+        for voice in ("alloy", "echo"):  # frozen on first use: done here, before the tests count anything
+            assert speak(url, "Warm up.", voice).status_code == 200
+        yield proc, url
+
+
+def test_two_api_processes_share_the_port_and_metrics_count_them_all(server):
+    proc, url = server
+    assert len(api_pids(proc.pid)) == 2
+    before = scrape(url)
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=120)
+
+    def say(n: int) -> bytes:
+        voice = ("alloy", "echo")[n % 2]
+        return client.audio.speech.create(
+            model="voxcpm2", voice=voice, input=f"Request number {n}.", response_format="wav"
+        ).content
+
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(say, range(12)))
+    for audio in answers:
+        samples, rate = decode(audio)
+        assert rate == 24000 and samples.size > 0
+    for _ in range(4):  # whichever process answers the scrape counts both processes' requests
+        after = scrape(url)
+        assert (
+            value(after, "polyvox_requests_total", **SPEECH_OK)
+            - value(before, "polyvox_requests_total", **SPEECH_OK)
+            == 12
+        )
+        assert routed(after) - routed(before) == 12  # one piece each, routed by one process or the other
+        assert value(after, "polyvox_requests_in_flight") == 0
+
+
+def test_kill_9_of_an_api_process_is_replaced_while_the_other_serves_on(server):
+    proc, url = server
+    victim, survivor = api_pids(proc.pid)
+    served = value(scrape(url), "polyvox_requests_total", **SPEECH_OK)
+    kill9(victim)
+    for n in range(4):
+        assert speak(url, f"Still here {n}.").status_code == 200
+    wait_until(lambda: len(api_pids(proc.pid)) == 2, "the launcher starts a new API process")
+    assert survivor in api_pids(proc.pid) and victim not in api_pids(proc.pid)
+    wait_until(lambda: all(httpx.get(f"{url}/ready").status_code == 200 for _ in range(4)), "both ready")
+    assert speak(url, "And again.").status_code == 200
+    # the dead process's requests still count; its in-flight gauge no longer does
+    samples = scrape(url)
+    assert value(samples, "polyvox_requests_total", **SPEECH_OK) >= served + 5
+    assert value(samples, "polyvox_requests_in_flight") == 0
+
+
+def test_kill_9_of_an_engine_rank_fails_only_its_request_and_every_api_process_follows_it_back(server):
+    proc, url = server
+    results: dict[str, object] = {}
+
+    def post(name: str, voice: str) -> None:
+        try:
+            body = {"input": LONG, "voice": voice, "response_format": "pcm"}
+            results[name] = httpx.post(f"{url}{SPEECH}", json=body, timeout=120)
+        except httpx.HTTPError as exc:
+            results[name] = exc
+
+    running = lambda: per_rank(scrape(url), "polyvox_engine_running_requests")  # noqa: E731
+    first = threading.Thread(target=post, args=("victim", "alloy"))
+    first.start()
+    wait_until(lambda: sum(running()) == 1, "the first request runs")
+    victim_rank = running().index(1)
+    second = threading.Thread(target=post, args=("survivor", "echo"))
+    second.start()  # on the other rank: whichever API process takes it sees the first one's load
+    wait_until(lambda: running() == [1, 1], "each rank runs one")
+    kill9(engine_pid_of_rank(proc.pid, victim_rank))
+    wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "degraded", "/ready says degraded")
+    for thread in (first, second):
+        thread.join(timeout=120)
+    victim, survivor = results["victim"], results["survivor"]
+    assert isinstance(survivor, httpx.Response) and survivor.status_code == 200
+    assert len(survivor.content) > 24000 * 2 * 2  # seconds of speech
+    assert isinstance(victim, httpx.RemoteProtocolError) or victim.status_code == 500, victim
+    wait_until(lambda: all(httpx.get(f"{url}/ready").status_code == 200 for _ in range(4)), "back", 90)
+    for n in range(4):  # both ranks, from both API processes
+        assert speak(url, f"After the restart {n}.", ("alloy", "echo")[n % 2]).status_code == 200
+    assert value(scrape(url), "polyvox_engine_rank_restarts_total", rank=str(victim_rank)) == 1
+
+
+def test_sigterm_drains_both_api_processes_and_both_ranks_then_nothing_is_left(server):
+    proc, url = server
+    children = engine_pids(proc.pid)
+    assert len(children) == 4
+    answer: dict[str, httpx.Response] = {}
+    thread = threading.Thread(target=lambda: answer.setdefault("long", speak(url, LONG)))
+    thread.start()
+    wait_until(lambda: sum(per_rank(scrape(url), "polyvox_engine_running_requests")) == 1, "it runs")
+    proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: all(httpx.get(f"{url}/ready").status_code == 503 for _ in range(4)), "both drain", 10)
+    refused = speak(url, "Too late.")
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
+    thread.join(timeout=120)
+    assert answer["long"].status_code == 200 and len(answer["long"].content) > 24000 * 2 * 2
+    assert proc.wait(timeout=60) == 0
+    wait_until(lambda: not any(alive(pid) for pid in children), "every child exited", timeout=10)
+
+
+def test_the_embedded_voice_runs_in_each_api_process_and_a_process_that_cannot_start_stops_the_launcher(
+    tmp_path,
+):
+    flags = ("--api-server-count", "2", "--voices-dir", str(tmp_path / "voices"), "--log-level", "warning")
+    with polyvox_serve(*flags) as (proc, url):
+        assert len(engine_pids(proc.pid)) == 2  # two API processes, no engine
+        audio, _ = decode(httpx.post(f"{url}{SPEECH}", json={"input": "Hello.", "voice": "alloy"}).content)
+        assert audio.size > 0
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+
+    bad = tmp_path / "lexicon.json"
+    bad.write_text("{not json")
+    command = [sys.executable, "-m", "polyvox.cli", "serve", "--port", str(free_port()), *flags]
+    done = subprocess.run([*command, "--lexicon-path", str(bad)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "lexicon_path" in done.stderr and "could not start" in done.stderr, done.stderr
