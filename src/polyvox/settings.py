@@ -286,8 +286,9 @@ class Settings(BaseSettings):
         le=64,
         description="API server processes sharing the listening port in front of the same engine ranks "
         "(HTTP, text front end and encoding scale with them): a launcher owns the port and the engines and "
-        "restarts either when they die. Each admits max_concurrent_requests/N and queues max_queue/N "
-        "(rounded up); /metrics sums them all.",
+        "restarts either when they die. Each admits max_concurrent_requests/N, queues max_queue/N (rounded "
+        "up) and keeps the disk audio cache under cache_max_bytes/N; /metrics sums them all; LoRA "
+        "adapters are fixed at start (--lora).",
     )
     devices: Annotated[list[str], NoDecode] = Field(
         default_factory=list,

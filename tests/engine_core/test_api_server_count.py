@@ -1,6 +1,7 @@
 """`polyvox serve --api-server-count 2 --data-parallel-size 2` on the CPU (tiny random weights): a launcher,
 two API server processes sharing its port, two engine ranks it owns. Speech through the official client
-from either API process, `/metrics` from either counting all of them; kill -9 of an API process (the
+from either API process, `/metrics` from either counting all of them, a LoRA adapter named at start
+(fixed: /admin/lora cannot change it); kill -9 of an API process (the
 other serves on and it is replaced) and of an engine rank (only its request fails, both API processes
 follow its restart); SIGTERM drains both API processes and both ranks and leaves no process. The tests
 share one server and run in file order: the last one stops it.
@@ -26,6 +27,12 @@ from engine_core.serving import FLAGS, LONG, SPEECH, per_rank, speak, wait_until
 from helpers.audio import decode
 from helpers.metrics import scrape, value
 from helpers.serve_process import free_port, polyvox_serve
+from polyvox.models.lora.files import AdapterConfig
+from polyvox.models.lora.random_adapter import write_random_adapter
+from polyvox.models.voxcpm2.config import VoxCPM2Config
+from polyvox.models.voxcpm2.model import VoxCPM2LM
+from polyvox.server.multi_api.launcher import Launcher
+from polyvox.settings import Settings
 
 SPEECH_OK = {"route": SPEECH, "method": "POST", "status": "200"}
 
@@ -46,7 +53,15 @@ def api_pids(launcher: int) -> list[int]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[tuple[subprocess.Popen, str]]:
     voices = tmp_path_factory.mktemp("voices")
-    flags = (*FLAGS, "--api-server-count", "2", "--voices-dir", str(voices), "--shutdown-grace-s", "120")
+    model = VoxCPM2LM(VoxCPM2Config.tiny())
+    lora = AdapterConfig(enable_lm=True, enable_dit=True, r=8, alpha=16)
+    adapter = write_random_adapter(
+        model, tmp_path_factory.mktemp("lora") / "carol", lora, model.lora_default_proj
+    )
+    flags = (
+        *FLAGS, "--api-server-count", "2", "--voices-dir", str(voices), "--shutdown-grace-s", "120",
+        "--lora", f"carol={adapter}",
+    )  # fmt: skip
     with polyvox_serve(*flags) as (proc, url):
         wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "ready", "both ranks serve")
         for voice in ("alloy", "echo"):  # frozen on first use: done here, before the tests count anything
@@ -80,6 +95,29 @@ def test_two_api_processes_share_the_port_and_metrics_count_them_all(server):
         )
         assert routed(after) - routed(before) == 12  # one piece each, routed by one process or the other
         assert value(after, "polyvox_requests_in_flight") == 0
+
+
+def test_adapters_named_at_start_speak_through_every_api_process_and_cannot_change_at_run_time(server):
+    _, url = server
+    for _ in range(4):  # whichever process takes it knows the adapter
+        answer = httpx.post(f"{url}{SPEECH}", json={"input": "Fine-tuned.", "voice": "carol"}, timeout=120)
+        assert answer.status_code == 200, answer.text
+        assert decode(answer.content)[0].size > 0
+    for attempt in (
+        httpx.post(f"{url}/admin/lora", json={"name": "dave", "path": "/nowhere"}),
+        httpx.delete(f"{url}/admin/lora/carol"),
+    ):
+        assert attempt.status_code == 409
+        error = attempt.json()["error"]
+        assert error["code"] == "adapters_fixed_at_start" and "--lora" in error["message"]
+
+
+def test_each_api_process_gets_its_share_of_the_limits():
+    settings = Settings(api_server_count=3, max_concurrent_requests=64, max_queue=256, cache_max_bytes=3000)
+    share = Launcher(settings)._child_settings()
+    assert (share.max_concurrent_requests, share.max_queue, share.cache_max_bytes) == (22, 86, 1000)
+    shared_cache = settings.model_copy(update={"state_url": "redis://127.0.0.1:1/0"})
+    assert Launcher(shared_cache)._child_settings().cache_max_bytes == 3000  # Redis keeps one cap
 
 
 def test_kill_9_of_an_api_process_is_replaced_while_the_other_serves_on(server):

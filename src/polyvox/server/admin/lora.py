@@ -57,6 +57,20 @@ def _backend(request: Request) -> Backend:
     return backend
 
 
+def _changeable(request: Request) -> Backend:
+    """The back end, where adapters may change at run time: not behind several API processes, each of
+    which keeps its own list of what the ranks hold (and a restarted rank loads only those named at start)."""
+    backend = _backend(request)
+    if request.app.state.settings.api_server_count > 1:
+        raise APIError(
+            409,
+            "adapters cannot be loaded or unloaded at run time with api_server_count > 1: name them at "
+            "start with --lora NAME=DIR",
+            code="adapters_fixed_at_start",
+        )
+    return backend
+
+
 @router.get("", response_model=AdapterList)
 async def list_adapters(request: Request) -> AdapterList:
     """Every loaded adapter, by name."""
@@ -67,7 +81,7 @@ async def list_adapters(request: Request) -> AdapterList:
 @router.post("", response_model=AdapterItem, status_code=201)
 async def load_adapter(item: AdapterLoad, request: Request) -> AdapterItem:
     """Load adapter `name` from `path` on every engine rank, replacing one of that name."""
-    backend = _backend(request)
+    backend = _changeable(request)
     voices = request.app.state.voices
     if voices is not None and (voices.is_reserved(item.name) or voices.is_stored(item.name)):
         raise APIError(409, f"{item.name!r} is already a voice's name", param="name", code="voice_conflict")
@@ -82,6 +96,6 @@ async def load_adapter(item: AdapterLoad, request: Request) -> AdapterItem:
 @router.delete("/{name}", response_model=AdapterUnloaded)
 async def unload_adapter(name: str, request: Request) -> AdapterUnloaded:
     """Unload adapter `name` (requests already speaking with it finish with it); 404 when none is loaded."""
-    if not await _backend(request).unload_adapter(name):
+    if not await _changeable(request).unload_adapter(name):
         raise APIError(404, f"no LoRA adapter {name!r} is loaded", param="name", code="not_found")
     return AdapterUnloaded(name=name)

@@ -4,7 +4,10 @@ N API server processes that share the socket (the kernel hands each connection t
 connect to every rank. Where one API process cannot encode, normalise and frame enough streams for the
 engines, N of them can.
 
-- Each API process admits `max_concurrent_requests / N` and queues `max_queue / N` (rounded up).
+- Each API process admits `max_concurrent_requests / N` and queues `max_queue / N` (rounded up), and
+  keeps the disk audio cache (which they share) under `cache_max_bytes / N`.
+- LoRA adapters are the ones named at start (`/admin/lora` cannot change them: each process would
+  know a different set).
 - `/metrics` from any of them sums them all: the launcher gives them one `PROMETHEUS_MULTIPROC_DIR`.
 - An API process that dies is started again with a growing pause between tries; the engines drop what
   it had asked of them (`Forget`). One that cannot build its app at all (a bad setting) stops the server.
@@ -58,9 +61,9 @@ class Launcher:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.count = settings.api_server_count
-        self.workdir = Path(tempfile.mkdtemp(prefix="polyvox-launcher-"))
-        self.engine_sockets = self.workdir / "engines"
-        self.metrics_dir = self.workdir / "metrics"
+        self.workdir = Path(tempfile.gettempdir()) / f"polyvox-launcher-{os.getpid()}"
+        self.engine_sockets = self.workdir / "engines"  # the ranks' sockets
+        self.metrics_dir = self.workdir / "metrics"  # the API processes' shared metric files
         self.engine: DataParallelEngine | None = None
         self.processes: dict[int, BaseProcess] = {}
         self.failure: str | None = None
@@ -68,13 +71,16 @@ class Launcher:
         self._draining = False
 
     def _child_settings(self) -> Settings:
+        """Each API process's share of the limits. The disk audio cache is shared but each process
+        evicts from what it knows of it, so each gets its share of the cap (Redis keeps one cap)."""
         s = self.settings
-        return s.model_copy(
-            update={
-                "max_concurrent_requests": math.ceil(s.max_concurrent_requests / self.count),
-                "max_queue": math.ceil(s.max_queue / self.count),
-            }
-        )
+        shares = {
+            "max_concurrent_requests": math.ceil(s.max_concurrent_requests / self.count),
+            "max_queue": math.ceil(s.max_queue / self.count),
+        }
+        if not s.state_url:
+            shares["cache_max_bytes"] = s.cache_max_bytes // self.count
+        return s.model_copy(update=shares)
 
     def _build_engine(self) -> DataParallelEngine | None:
         """The VoxCPM ranks the API processes will share (None for the embedded voice)."""
@@ -93,7 +99,8 @@ class Launcher:
 
     async def run(self) -> None:
         s = self.settings
-        self.engine_sockets.mkdir()
+        shutil.rmtree(self.workdir, ignore_errors=True)  # a launcher with this pid that was killed -9
+        self.engine_sockets.mkdir(parents=True)
         self.metrics_dir.mkdir()
         try:
             self.engine = self._build_engine()
