@@ -1,6 +1,6 @@
 """The soak script, briefly: concurrent clients against a real `polyvox serve` with the embedded voice,
 every answer decoded; nothing lost or corrupted, and the server still ready afterwards. A few seconds
-of load are enough for that (about 15 requests in the basic mix, 50 in the full one on two cores): the
+of load are enough for that (about 15 requests in the basic mix, 75 in the full one on two cores): the
 long runs, where leaks would show, are the script's own job."""
 
 from __future__ import annotations
