@@ -6,6 +6,7 @@ registry reloads for another server's change to the directory, never for its own
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,7 @@ import httpx
 import numpy as np
 import openai
 import pytest
+from websockets.sync.client import connect
 
 from helpers.audio import decode
 from helpers.serve_process import polyvox_serve
@@ -81,6 +83,10 @@ def test_a_voice_made_through_one_server_speaks_at_once_through_the_other_until_
         extra_body={"transcript": "A short test clip."},
     )
 
+    with connect(a.replace("http://", "ws://") + "/v1/audio/speech/ws") as ws:  # a session on A, at once
+        ws.send(json.dumps({"type": "config", "voice": voice.id, "response_format": "pcm"}))
+        ready = json.loads(ws.recv(timeout=60))
+        assert ready["type"] == "ready", ready
     on_a = speak(a, {"id": voice.id})  # asked at once, before any background check could run
     np.testing.assert_allclose(on_a, speak(b, {"id": voice.id}), atol=2e-4)  # the same voice
     assert np.abs(speak(a, "alloy") - on_a).max() > 2e-4

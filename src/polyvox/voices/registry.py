@@ -272,7 +272,9 @@ class VoiceRegistry:
 
     def _reload(self, store: VoiceStore) -> ReloadReport:
         report = ReloadReport()
-        self._seen = file_stamp(store.registry_path)  # taken before reading: a later write shows next time
+        # taken before reading, so a later write shows next time; recorded once the voices are in place,
+        # so a `refresh` racing this reload waits for it on the lock instead of finding nothing to do
+        seen = file_stamp(store.registry_path)
         entries, report.problems = store.read()
         decoded = {_clip_key(v.entry, v.reference.content_hash): v.reference for v in self._voices.values()}
         lost_consents = self.consents.lost_index() if self.consents is not None else None
@@ -296,7 +298,7 @@ class VoiceRegistry:
                 report.problems.append(f"voice {name!r} skipped: {path}: {exc.message}")
                 continue
             loaded[name] = StoredVoice(entry, reference)
-        self._voices = loaded
+        self._voices, self._seen = loaded, seen
         report.voices = sorted(loaded)
         for problem in report.problems:
             log.warning("voices: %s", problem)

@@ -144,6 +144,8 @@ class SpeechSession:
                 limits = ClipLimits.from_settings(self.service.settings)
                 rate = clip_rate(self.service.backend.info)
                 reference = await base64_reference(config.ref_audio, config.ref_text, limits, rate)
+            if (registry := self.service.voice_registry) is not None:
+                await asyncio.to_thread(registry.refresh)  # a voice another server made a moment ago
             # Whether the voice, format and engine can serve the session at all:
             probe = self.service.prepare(template, stream=True, reference=reference)
         except ValidationError as exc:
