@@ -95,6 +95,7 @@ def test_two_api_processes_share_the_port_and_metrics_count_them_all(server):
         )
         assert routed(after) - routed(before) == 12  # one piece each, routed by one process or the other
         assert value(after, "polyvox_requests_in_flight") == 0
+        assert value(after, "polyvox_voice_builtin_freezes_total") == 2  # alloy and echo, once between them
 
 
 def test_adapters_named_at_start_speak_through_every_api_process_and_cannot_change_at_run_time(server):

@@ -22,6 +22,7 @@ from pathlib import Path
 import anyio
 
 from polyvox.backends.base import Backend, ReferenceAudio
+from polyvox.metrics_files import shared_counter
 from polyvox.voices.clips import clip_rate
 from polyvox.voices.design import FrozenPrompt, VoiceDesign, freeze_design, reference_of
 from polyvox.voices.store import atomic_write
@@ -60,6 +61,10 @@ def default_script(path: Path | None = None) -> tuple[str, int]:
     return data["text"], int(data["seed"])
 
 
+FREEZES = "polyvox_voice_builtin_freezes"
+FREEZES_HELP = "Builtin voices generated and frozen into a reference prompt."
+
+
 class BuiltinFreezer:
     """Freezes builtin voices into reference clips in `directory` (None: in memory only); `lock`
     guards the directory's writes (the voices directory's lock)."""
@@ -74,6 +79,8 @@ class BuiltinFreezer:
         self.max_patches = max_patches
         self.lock = lock
         self.freezes = 0
+        # behind several API processes, also counted where a scrape of any of them sums it
+        self._shared_freezes = shared_counter(FREEZES, FREEZES_HELP, [])
         self._memory: dict[str, ReferenceAudio] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -106,6 +113,8 @@ class BuiltinFreezer:
                 if frozen is None:
                     frozen = await freeze_design(voice, backend, self.max_patches)
                     self.freezes += 1
+                    if self._shared_freezes is not None:
+                        self._shared_freezes.inc()
                     await anyio.to_thread.run_sync(self._write_frozen, path, frozen)
                 self._memory[key] = await anyio.to_thread.run_sync(
                     reference_of, frozen, clip_rate(backend.info)

@@ -1,6 +1,7 @@
 """Prometheus view of the voices layer, read at scrape time: voices by source, builtin voices frozen,
 and the engine's voice prompt encodes and prompt-cache hits (a clip is encoded once, then reused).
-With several API processes on one port, the view of the process that answers the scrape."""
+With several API processes on one port, the view of the process that answers the scrape, but for the
+freezes, which each process counts into the shared metric files (`BuiltinFreezer`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from polyvox.backends.base import Backend
+from polyvox.metrics_files import shared_metrics_dir
+from polyvox.voices.builtin import FREEZES, FREEZES_HELP
 from polyvox.voices.registry import VoiceRegistry
 
 
@@ -24,11 +27,8 @@ class VoiceCollector(Collector):
         for source, count in sorted(Counter(info.source for info in self.registry.infos()).items()):
             voices.add_metric([source], count)
         yield voices
-        yield CounterMetricFamily(
-            "polyvox_voice_builtin_freezes",
-            "Builtin voices generated and frozen into a reference prompt.",
-            value=self.registry.freezes,
-        )
+        if shared_metrics_dir() is None:  # else the shared files hold every process's count
+            yield CounterMetricFamily(FREEZES, FREEZES_HELP, value=self.registry.freezes)
         prompts = self.backend.prompt_cache_stats()
         yield CounterMetricFamily(
             "polyvox_voice_prompt_encodes",
