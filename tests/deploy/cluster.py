@@ -91,8 +91,7 @@ def cluster(tmp: Path, flags: list[str], replicas: int = 3) -> Iterator[Cluster]
         redis.start()
         stack.callback(redis.close)
         members = [_start(free_port(), flags, tmp, i, redis.url) for i in range(replicas)]
-        for member in members:
-            stack.callback(_stop, member.proc)
+        stack.callback(_stop, [member.proc for member in members])
         wait_ready(members)
         port = free_port()
         shipped = (DEPLOY / "nginx" / "polyvox.conf").read_text()
@@ -101,11 +100,15 @@ def cluster(tmp: Path, flags: list[str], replicas: int = 3) -> Iterator[Cluster]
         yield Cluster(redis, members, url, tmp)
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
+def _stop(procs: list[subprocess.Popen]) -> None:
+    """SIGINT to every replica still running, then wait for each: they shut down side by side."""
+    running = [proc for proc in procs if proc.poll() is None]
+    for proc in running:
         proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 20
+    for proc in running:
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

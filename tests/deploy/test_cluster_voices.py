@@ -1,7 +1,8 @@
-"""Three tiny random-weight VoxCPM2 replicas (cloning needs VoxCPM2) sharing one Redis behind nginx:
+"""Two tiny random-weight VoxCPM2 replicas (cloning needs VoxCPM2) sharing one Redis behind nginx:
 a voice uploaded through the balancer speaks on every replica, asked on its own port, and its
 deletion reaches every replica; the metrics the Grafana dashboard and the autoscaler read are the
-ones a replica exports."""
+ones a replica exports. (Two are enough to show what one replica hands another through Redis; the
+embedded-voice cluster runs three.)"""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ TINY = ["--random-weights", "tiny", "--device", "cpu"]
 
 @pytest.fixture(scope="module")
 def tiny_cluster(tmp_path_factory) -> Iterator[Cluster]:
-    with cluster(tmp_path_factory.mktemp("tiny-cluster"), TINY) as running:
+    with cluster(tmp_path_factory.mktemp("tiny-cluster"), TINY, replicas=2) as running:
         yield running
 
 
