@@ -51,8 +51,12 @@ def serve_many(settings: Settings) -> None:
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
+    """The port every API process accepts on; StartupError when it cannot be had (in use, no such host)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.create_server((host, port), family=family, backlog=BACKLOG)
+    try:
+        sock = socket.create_server((host, port), family=family, backlog=BACKLOG)
+    except OSError as exc:
+        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     sock.set_inheritable(True)
     return sock
 
