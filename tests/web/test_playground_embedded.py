@@ -166,15 +166,30 @@ polyvox_engine_prefix_cache_hits_total{rank="1"} 150.0
 # TYPE polyvox_engine_prefix_cache_hit_rate gauge
 polyvox_engine_prefix_cache_hit_rate{rank="0"} 0.9
 polyvox_engine_prefix_cache_hit_rate{rank="1"} 0.5
+# TYPE polyvox_engine_batch_size gauge
+polyvox_engine_batch_size{rank="0"} 6.0
+polyvox_engine_batch_size{rank="1"} 2.0
+# TYPE polyvox_engine_batch_size_mean gauge
+polyvox_engine_batch_size_mean{rank="0"} 8.0
+polyvox_engine_batch_size_mean{rank="1"} 2.0
+# TYPE polyvox_engine_steps_total counter
+polyvox_engine_steps_total{rank="0"} 10.0
+polyvox_engine_steps_total{rank="1"} 30.0
+# TYPE polyvox_engine_patches_total counter
+polyvox_engine_patches_total{rank="0"} 80.0
+polyvox_engine_patches_total{rank="1"} 60.0
 """
 
 
 def test_the_server_tab_shows_the_prefix_cache_hit_rate_over_every_rank(page, embedded_server):
-    """All the ranks' hits over all their lookups (240 of 400: 60 %), not their rates added up (140 %).
-    The page is given a two-rank /metrics: the embedded voice has no engine ranks of its own."""
+    """All the ranks' hits over all their lookups (240 of 400: 60 %), not their rates added up (140 %);
+    the batch now (6 + 2) and its mean over every rank's steps (140 patches in 40 steps: 3.5, not the
+    ranks' means added up, 10). The page is given a two-rank /metrics: the embedded voice has no engine
+    ranks of its own."""
     page.route(
         "**/metrics", lambda route: route.fulfill(status=200, content_type="text/plain", body=TWO_RANKS)
     )
     open_playground(page, embedded_server)
     page.click("#tab-server")
     assert wait_for_text(page, "#server-prefix", "blocks") == "60.0 % of 400 blocks"
+    assert page.text_content("#server-batch") == "8 / 3.5"

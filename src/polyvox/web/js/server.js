@@ -73,7 +73,9 @@ export class ServerTab {
     const running = number(total(samples, "polyvox_requests_in_flight"));
     $("server-running").textContent = engineRunning === null ? running : `${running} (engine batch: ${engineRunning})`;
     const batch = total(samples, "polyvox_engine_batch_size");
-    const batchMean = total(samples, "polyvox_engine_batch_size_mean");
+    // Over every data-parallel rank: patches over steps, both summed (the ranks' own means do not add up).
+    const steps = total(samples, "polyvox_engine_steps_total");
+    const batchMean = steps ? total(samples, "polyvox_engine_patches_total") / steps : 0;
     $("server-batch").textContent = batch === null ? "–" : `${number(batch)} / ${number(batchMean, 1)}`;
     const used = total(samples, "polyvox_engine_kv_blocks_used");
     const free = total(samples, "polyvox_engine_kv_blocks_free");
