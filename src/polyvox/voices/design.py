@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+import anyio
 import numpy as np
 
 from polyvox.audio.decode import decode_audio
@@ -50,7 +51,7 @@ async def freeze_design(design: VoiceDesign, backend: Backend, max_patches: int)
     # its transcript, so the model is never told the audio contains words it does not.
     patch_cap_hit = len(chunks) >= max_patches
     samples = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
-    wav = encode_audio(samples, backend.info.sample_rate, "wav")
+    wav = await anyio.to_thread.run_sync(encode_audio, samples, backend.info.sample_rate, "wav")
     log.info(
         "voice %s frozen: %.2f s of audio%s",
         design.name,
