@@ -11,6 +11,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 import torch
 
@@ -24,23 +25,28 @@ from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
 
 
-@dataclass(slots=True)
-class StepOutput:
-    """One patch of one request: its 48 kHz audio chunk, and its latent `[D, P]` (float32, CPU), a row
-    of the step's latents taken only when read (most consumers never do).
+class StepOutput(msgspec.Struct, gc=False):
+    """One patch of one request: its 48 kHz audio chunk and its latent `[D, P]` (float32, CPU), rows
+    of the step's audio and latents taken only when read (the engine process sends the step's audio
+    whole, and most consumers never read the latents).
 
     A step's outputs are the rows of `step_audio` and `step_latents` in order (`row`), so the whole
-    step's audio can cross a process boundary as one buffer, without a copy per row."""
+    step's audio can cross a process boundary as one buffer, without a copy per row. A struct, not a
+    dataclass: one is made per row and step, and msgspec's are built in C and never tracked by the
+    garbage collector (nothing in one refers back to it)."""
 
     seq_id: int
     request_id: str
     index: int
-    audio: np.ndarray  # row `row` of `step_audio`
     finished: bool
     finish_reason: str | None
     step_audio: np.ndarray  # [B, samples] float32
     step_latents: torch.Tensor  # [B, D, P]
     row: int
+
+    @property
+    def audio(self) -> np.ndarray:
+        return self.step_audio[self.row]
 
     @property
     def latent(self) -> torch.Tensor:
@@ -159,11 +165,10 @@ class BatchingCore:
         """Append each row's patch to its sequence and retire the ones that stopped; one output per row.
         Rows are referred to by index into the step's tensors: no tensor or copy per row."""
         latents = result.patches.float().transpose(1, 2).cpu()
-        rows = zip(result.seqs, result.audio, result.stops, strict=True)
+        audio, patches = result.audio, result.patches
         outputs = []
-        for row, (seq, audio, stop) in enumerate(rows):
-            seq.patches.append(result.patches, row)
-            index = len(seq.patches) - 1
+        for row, (seq, stop) in enumerate(zip(result.seqs, result.stops, strict=True)):
+            index = seq.patches.append(patches, row)
             if index == 0:
                 seq.first_output_at = done_at
             reason = None
@@ -175,9 +180,7 @@ class BatchingCore:
                 self.scheduler.finish(seq, reason)
                 self.sequences.pop(seq.seq_id, None)
             outputs.append(
-                StepOutput(
-                    seq.seq_id, seq.request_id, index, audio, bool(reason), reason, result.audio, latents, row
-                )
+                StepOutput(seq.seq_id, seq.request_id, index, bool(reason), reason, audio, latents, row)
             )
         return outputs
 

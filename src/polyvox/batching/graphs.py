@@ -9,12 +9,12 @@ Capture is lazy; a failure falls back to eager execution (`cuda_graph.GraphSet`'
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 import torch
 
+from polyvox.batching.block_tables import BlockTableArray
 from polyvox.batching.cuda_graph import GraphMismatch, GraphSet
 from polyvox.models.voxcpm2.attention import AttentionMetadata
 from polyvox.models.voxcpm2.host_to_device import copy_from_host
@@ -147,23 +147,25 @@ class AdvanceGraphs(GraphSet):
         self.buckets = batch_buckets(max_batch)
         self.capture = capture
         self.statics: dict[tuple[int, int], _StaticAdvance] = {}
+        self.tables = BlockTableArray(pad=scratch_block)  # the rows' block tables, kept across steps
 
     def __call__(
-        self, patches: torch.Tensor, positions: list[int], tables: list[list[int]]
+        self, patches: torch.Tensor, positions: np.ndarray, tables: list[list[int]]
     ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """`positions`: each row's fed position; `tables`: each row's block table."""
         if not self.capture:
             return self._run(patches, positions, tables)
         return self.guarded(lambda: self._run(patches, positions, tables))
 
     def _run(
-        self, patches: torch.Tensor, positions: list[int], tables: list[list[int]]
+        self, patches: torch.Tensor, positions: np.ndarray, tables: list[list[int]]
     ) -> tuple[torch.Tensor, torch.Tensor] | None:
         n = patches.shape[0]
         batch = next((b for b in self.buckets if b >= n), None)
         if batch is None:
             return None
         bs = self.block_size
-        pos = np.asarray(positions, dtype=np.int64)
+        pos = positions
         width = width_bucket(int(pos.max()) // bs + 1)
         key = (batch, width)
         static = self.statics.get(key)
@@ -172,13 +174,13 @@ class AdvanceGraphs(GraphSet):
             self.statics[key] = static
         # rows past n, and each table's tail, point at the scratch block: built with numpy, not per row
         scratch = self.scratch_block
-        lens = np.fromiter(map(len, tables), dtype=np.int64, count=n)
+        table_array, _ = self.tables.update(tables)
         host = np.empty(3 * batch + batch * width, dtype=np.int64)
         positions_h, slots_h, context_h = host[:batch], host[batch : 2 * batch], host[2 * batch : 3 * batch]
         rows = host[3 * batch :].reshape(batch, width)
-        rows.fill(scratch)
-        flat = itertools.chain.from_iterable(tables)
-        rows[:n][np.arange(width) < lens[:, None]] = np.fromiter(flat, np.int64, int(lens.sum()))
+        rows[n:] = scratch
+        rows[:n, : table_array.shape[1]] = table_array
+        rows[:n, table_array.shape[1] :] = scratch
         positions_h[:n], positions_h[n:] = pos, 0
         slots_h[:n] = rows[np.arange(n), pos // bs] * bs + pos % bs
         slots_h[n:] = scratch * bs

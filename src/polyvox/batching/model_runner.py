@@ -18,9 +18,11 @@ import numpy as np
 import torch
 
 from polyvox.backends.errors import BackendInputError, BackendOverloaded
+from polyvox.batching.block_tables import BlockTableArray
 from polyvox.batching.compile import compile_step_modules
 from polyvox.batching.config import BatchingConfig
 from polyvox.batching.graphs import AdvanceGraphs, DiTGraphs
+from polyvox.batching.noise import NoiseBank
 from polyvox.batching.scheduler import ScheduledChunk
 from polyvox.batching.sequence import Sequence
 from polyvox.batching.vae_graphs import VAEDecodeGraphs
@@ -57,8 +59,28 @@ class _RowConstants:
     temperature: torch.Tensor  # [B, 1, 1], host
     cfg: torch.Tensor  # [B], device
     adapters: torch.Tensor | None
+    noise_slots: np.ndarray  # Long[B], each row's slot in the noise bank
     vae_slots: list[int] | None = None  # once each row holds a decoder state slot
     vae_slot_tensor: torch.Tensor | None = None
+
+
+@dataclass(slots=True)
+class _LastStep:
+    """The rows that got a patch in the last step, in order: in steady decode the next step's rows are
+    the same, each feeding back the patch it just got, which is then `patches` itself."""
+
+    seqs: list[Sequence]
+    ends: np.ndarray  # Long[B] each row's KV positions after the step (its chunk's end)
+    patches: torch.Tensor  # [B, P, D]
+
+    def continued_by(self, seqs: list[Sequence], starts: np.ndarray, ends: np.ndarray) -> bool:
+        """Whether a step's chunks are these rows, in order, each feeding the patch it just got: its
+        chunk starts where the last one ended (the new patch's position) and adds that one position."""
+        return (
+            seqs == self.seqs  # the same Sequence objects (compared by identity), in order
+            and np.array_equal(starts, self.ends)
+            and np.array_equal(ends, self.ends + 1)
+        )
 
 
 class ModelRunner:
@@ -97,8 +119,11 @@ class ModelRunner:
         self.res_kv = PagedKVCache(self.res_layers, pool_blocks, device=self.device, **self.kv_shape)
         vae_param = next(vae.parameters())
         self.vae_pool = VAEStatePool(vae, config.max_num_seqs, vae_param.device, vae_param.dtype)
+        self.noise = NoiseBank(self.feat_dim, self.patch_size, config.max_num_seqs)
         self.timings: dict[str, float] | None = None  # set to {} to accumulate seconds per phase
         self._rows: _RowConstants | None = None  # the last step's
+        self._last: _LastStep | None = None
+        self._decode_tables = BlockTableArray()
         self.compiled = compile_step_modules(lm, vae, config.compile)
         use_graphs = config.cuda_graphs and self.device.type == "cuda"
         self.graphs = DiTGraphs(lm, config.max_graph_batch) if use_graphs else None
@@ -188,33 +213,40 @@ class ModelRunner:
         The LMs give batch tensors, one row per chunk (the prefill chunks' rows first); the rows of
         the chunks that complete their sequence's context go on to the DiT, in chunk order. No step
         builds per-row tensors: in steady decode those rows are the advance's own, in order."""
-        is_decode = [c.is_decode for c in chunks]
-        if all(is_decode):  # steady decode, most steps
-            prefills, decodes = [], chunks
-        else:
-            prefills = [c for c, d in zip(chunks, is_decode, strict=True) if not d]
-            decodes = [c for c, d in zip(chunks, is_decode, strict=True) if d]
+        seqs = [c.seq for c in chunks]
+        starts = np.array([c.start for c in chunks], dtype=np.int64)
+        ends = np.array([c.end for c in chunks], dtype=np.int64)
+        last, self._last = self._last, None  # set again once this step's patches are made
+        if last is not None and last.continued_by(seqs, starts, ends):  # steady decode, most steps
+            with self._phase("advance"):
+                lm_hidden, res_hidden, prev = self._advance(chunks, starts, last.patches)
+            return self._generate(seqs, lm_hidden, res_hidden, prev, ends)
+        prompt_lens = np.array([s.num_prompt_tokens for s in seqs], dtype=np.int64)
+        is_decode = ((ends - starts == 1) & (starts >= prompt_lens)).tolist()
+        completes = (ends == prompt_lens + [len(s.patches) for s in seqs]).tolist()
+        prefills = [c for c, d in zip(chunks, is_decode, strict=True) if not d]
+        decodes = [c for c, d in zip(chunks, is_decode, strict=True) if d]
         parts = []
         if prefills:
             with self._phase("prefill"):
                 parts.append(self._prefill(prefills))
         if decodes:
             with self._phase("advance"):
-                parts.append(self._advance(decodes))
+                parts.append(self._advance(decodes, starts[np.flatnonzero(is_decode)]))
         lm_hidden, res_hidden, prev = (torch.cat(p) if len(p) > 1 else p[0] for p in zip(*parts, strict=True))
-        ready = [c.seq for c in chunks if c.completes]
+        ready = [s for s, c in zip(seqs, completes, strict=True) if c]
         if not ready:
             return None
         if prefills or len(ready) < len(chunks):  # the LMs' rows are not the DiT's: pick them
             rows = []
             next_row = [0, len(prefills)]  # the next prefill row, the next decode row
-            for c, d in zip(chunks, is_decode, strict=True):
-                if c.completes:
+            for c, d in zip(completes, is_decode, strict=True):
+                if c:
                     rows.append(next_row[d])
                 next_row[d] += 1
             index = device_tensor(rows, torch.long, self.device)
             lm_hidden, res_hidden, prev = lm_hidden[index], res_hidden[index], prev[index]
-        return self._generate(ready, lm_hidden, res_hidden, prev)
+        return self._generate(ready, lm_hidden, res_hidden, prev, ends[np.flatnonzero(completes)])
 
     def _meta(self, chunks: list[ScheduledChunk]) -> AttentionMetadata:
         return AttentionMetadata.build(
@@ -257,25 +289,29 @@ class ModelRunner:
         prev = torch.stack([to_device(c.seq.prev_patch, self.device, self.dtype) for c in chunks])
         return lm_hidden, res_hidden, prev
 
-    def _advance(self, chunks: list[ScheduledChunk]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Both LMs' hidden states after each chunk's one generated patch, and the patches fed (the
-        DiT's previous-patch condition for the rows that complete their context)."""
-        patches = self._fed_patches(chunks).to(self.device, self.dtype)
+    def _advance(
+        self, chunks: list[ScheduledChunk], starts: np.ndarray, fed: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Both LMs' hidden states after each chunk's one generated patch (`starts`: its position;
+        `fed`: the patches, when known), and the patches fed (the DiT's previous-patch condition for
+        the rows that complete their context)."""
+        patches = (self._fed_patches(chunks) if fed is None else fed).to(self.device, self.dtype)
+        tables = [c.seq.block_table for c in chunks]
         adapters = self._adapters([c.seq for c in chunks])
-        if adapters is not None:  # the graphs hold the base model only
-            lm_hidden, res_hidden = self.lm.advance(
-                patches, self._meta(chunks), self.base_kv, self.res_kv, adapters
-            )
-            return lm_hidden, res_hidden, patches
-        out = None
-        if self.advance_graphs is not None:  # None back: run eagerly (see cuda_graph.GraphSet)
-            out = self.advance_graphs(patches, [c.start for c in chunks], [c.seq.block_table for c in chunks])
-        lm_hidden, res_hidden = out or self.lm.advance(patches, self._meta(chunks), self.base_kv, self.res_kv)
+        if adapters is None and self.advance_graphs is not None:  # the graphs hold the base model only
+            out = self.advance_graphs(patches, starts, tables)
+            if out is not None:  # None: run eagerly (see cuda_graph.GraphSet)
+                return out[0], out[1], patches
+        table_array, table_lens = self._decode_tables.update(tables)
+        meta = AttentionMetadata.from_arrays(
+            starts, np.ones_like(starts), table_array, table_lens, self.block_size, self.device
+        )
+        lm_hidden, res_hidden = self.lm.advance(patches, meta, self.base_kv, self.res_kv, adapters)
         return lm_hidden, res_hidden, patches
 
     def _fed_patches(self, chunks: list[ScheduledChunk]) -> torch.Tensor:
-        """The patch each chunk feeds back `[B, P, D]`: in steady decode, rows of one earlier step's
-        patches, taken with one gather; else stacked one by one."""
+        """The patch each chunk feeds back `[B, P, D]`: rows of one earlier step's patches, taken with
+        one gather where they are; else stacked one by one."""
         tensors, rows = zip(
             *(c.seq.patches.source(c.start - c.seq.num_prompt_tokens) for c in chunks), strict=True
         )
@@ -285,14 +321,21 @@ class ModelRunner:
         return torch.stack([t if r < 0 else t[r] for t, r in zip(tensors, rows, strict=True)])
 
     def _generate(
-        self, seqs: list[Sequence], lm_hidden: torch.Tensor, res_hidden: torch.Tensor, prev: torch.Tensor
+        self,
+        seqs: list[Sequence],
+        lm_hidden: torch.Tensor,
+        res_hidden: torch.Tensor,
+        prev: torch.Tensor,
+        ends: np.ndarray,
     ) -> StepPatches:
+        """The rows' patches and audio; `ends`: their chunks' ends."""
         rows = self._rows
         if rows is None or rows.seqs != seqs:  # compares identities: the same Sequence objects, in order
             temperature = torch.tensor([s.params.temperature for s in seqs]).view(-1, 1, 1)
             cfg = device_tensor([s.params.cfg_value for s in seqs], self.dtype, self.device)
-            rows = self._rows = _RowConstants(seqs, temperature, cfg, self._adapters(seqs))
-        noise = torch.cat([s.next_noise(self.feat_dim, self.patch_size) for s in seqs])
+            noise_slots = self._noise_slots(seqs)
+            rows = self._rows = _RowConstants(seqs, temperature, cfg, self._adapters(seqs), noise_slots)
+        noise = self.noise.take(seqs, rows.noise_slots)
         noise = to_device(noise * rows.temperature, self.device, self.dtype)
         cfg, adapters = rows.cfg, rows.adapters
         with self._phase("dit"):
@@ -303,6 +346,7 @@ class ModelRunner:
                 audio = self._decode_audio(rows, patches).cpu().numpy()
         else:
             audio = np.zeros((len(seqs), 0), dtype=np.float32)
+        self._last = _LastStep(seqs, ends, patches)
         return StepPatches(seqs, patches, audio, stops.bool().tolist())
 
     def _solve(
@@ -382,6 +426,13 @@ class ModelRunner:
         pool.scatter(slots, state)
         return audio.float()
 
+    def _noise_slots(self, seqs: list[Sequence]) -> np.ndarray:
+        """Each sequence's noise bank slot, taken on its first patch and kept until it finishes."""
+        for s in seqs:
+            if s.noise_slot is None:
+                s.noise_slot = self.noise.acquire()
+        return np.fromiter((s.noise_slot for s in seqs), dtype=np.int64, count=len(seqs))
+
     def _acquire_vae_slots(self, seqs: list[Sequence]) -> None:
         """A decoder state slot for each new sequence (primed with a continuation's prompt tail)."""
         pool = self.vae_pool
@@ -400,7 +451,10 @@ class ModelRunner:
                     pool.scatter(slot, primed)
 
     def release(self, seq: Sequence) -> None:
-        """A finished request gives its decoder state slot back."""
+        """A finished request gives its decoder state and noise slots back."""
+        if seq.noise_slot is not None:
+            self.noise.release(seq.noise_slot)
+            seq.noise_slot = None
         if seq.vae_slot is not None:
             self.vae_pool.release(seq.vae_slot)
             seq.vae_slot = None

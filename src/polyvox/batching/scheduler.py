@@ -13,7 +13,8 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from polyvox.batching.block_manager import BlockManager
 from polyvox.batching.config import BatchingConfig
@@ -22,9 +23,10 @@ from polyvox.batching.sequence import Sequence, SequenceStatus
 ADAPTIVE_MARGIN_STEPS = 3.0  # "adaptive": a prompt-only step needs this many step times of slack
 
 
-@dataclass(slots=True)
-class ScheduledChunk:
-    """KV positions `start..end` of `seq` to compute this step."""
+class ScheduledChunk(msgspec.Struct, gc=False):
+    """KV positions `start..end` of `seq` to compute this step. A struct, not a dataclass: one is made
+    per running sequence and step, and msgspec's are built in C and never tracked by the garbage
+    collector (nothing in one refers back to it)."""
 
     seq: Sequence
     start: int
@@ -80,19 +82,22 @@ class Scheduler:
         preempted = False
         i = 0
         block_size = self.block_manager.block_size
-        while i < len(self.running) and budget > 0:
-            seq = self.running[i]
-            end = seq.num_computed + min(seq.num_tokens - seq.num_computed, budget)
+        running = self.running  # shrinks from its end when sequences are preempted
+        while i < len(running) and budget > 0:
+            seq = running[i]
+            start = seq.num_computed
+            todo = seq.num_tokens - start
+            end = start + (todo if todo < budget else budget)
             if end > len(seq.block_table) * block_size:  # a new block: preempt the newest until one is free
                 while not self.block_manager.ensure_capacity(seq, end):
-                    self._preempt(self.running.pop())
+                    self._preempt(running.pop())
                     preempted = True
-                    if i == len(self.running):
+                    if i == len(running):
                         break
-                if i == len(self.running):  # the newest was this one
+                if i == len(running):  # the newest was this one
                     break
-            chunks.append(ScheduledChunk(seq, seq.num_computed, end))
-            budget -= end - seq.num_computed
+            chunks.append(ScheduledChunk(seq, start, end))
+            budget -= end - start
             i += 1
         if not preempted:
             self._admit(chunks, budget)

@@ -24,9 +24,6 @@ class PromptLike(Protocol):
     context_patches: torch.Tensor  # [C, P, D] prompt audio tail the VAE decode is primed with (C may be 0)
 
 
-NOISE_BLOCK = 32  # patches of CFM noise drawn at once per request
-
-
 class PatchHistory:
     """A sequence's generated patches `[P, D]` in order, each kept as its step's `[B, P, D]` batch
     tensor and its row there: appending one costs two list appends, not a tensor object per row and
@@ -38,10 +35,11 @@ class PatchHistory:
         self._sources: list[torch.Tensor] = []
         self._rows: list[int] = []  # -1: the source is the patch itself
 
-    def append(self, patch: torch.Tensor, row: int = -1) -> None:
-        """Add `patch` `[P, D]`, or with `row`, that row of a step's patches `[B, P, D]`."""
+    def append(self, patch: torch.Tensor, row: int = -1) -> int:
+        """Add `patch` `[P, D]`, or with `row`, that row of a step's patches `[B, P, D]`; its index."""
         self._sources.append(patch)
         self._rows.append(row)
+        return len(self._rows) - 1
 
     def source(self, index: int) -> tuple[torch.Tensor, int]:
         """Patch `index` as (tensor, row), the row -1 when the tensor is the patch itself."""
@@ -127,9 +125,8 @@ class Sequence:
         self.num_hashed_blocks = 0
         self.block_hashes = self._prompt_block_hashes()
         self.seed = params.seed if params.seed is not None else random.randrange(2**63)
-        self.generator = torch.Generator().manual_seed(self.seed)
-        self._noise = torch.empty(0)  # drawn ahead: [K, 1, D, P], the next at `_noise_next`
-        self._noise_next = 0
+        self.generator = torch.Generator().manual_seed(self.seed)  # its CFM noise (batching/noise.py)
+        self.noise_slot: int | None = None  # the model runner's noise bank slot
         self.vae_slot: int | None = None  # the model runner's streaming-decoder state slot
         self.num_preemptions = 0
         self.finish_reason: str | None = None
@@ -137,7 +134,7 @@ class Sequence:
 
     @property
     def num_tokens(self) -> int:
-        return self.num_prompt_tokens + len(self.patches)
+        return self.num_prompt_tokens + len(self.patches._rows)  # read per row and step: no __len__ call
 
     @property
     def num_blocks(self) -> int:
@@ -157,22 +154,6 @@ class Sequence:
     def prev_patch(self) -> torch.Tensor:
         """The DiT's conditioning patch: the last generated one, else the prompt's last position."""
         return self.patches[-1] if self.patches else self.feats[-1]
-
-    def next_noise(self, feat_dim: int, patch_size: int) -> torch.Tensor:
-        """The next initial CFM noise `[1, D, P]`, drawn in order from this request's own generator.
-
-        Drawn `NOISE_BLOCK` patches at a time (one op instead of one per step) where that gives the
-        same numbers: PyTorch's CPU normal sampler works in blocks of 16 values, so when `D * P` is a
-        multiple of 16 one draw of K patches is K draws of one. The first draw is shorter by the
-        sequence id, so requests that arrive together do not all draw again in the same step."""
-        if self._noise_next == len(self._noise):
-            block = NOISE_BLOCK if feat_dim * patch_size % 16 == 0 else 1
-            if not self.patches and block > 1:
-                block = 1 + self.seq_id % block
-            self._noise = torch.randn((block, 1, feat_dim, patch_size), generator=self.generator)
-            self._noise_next = 0
-        self._noise_next += 1
-        return self._noise[self._noise_next - 1]
 
     def _prompt_block_hashes(self) -> list[bytes]:
         """Hash chain over the prompt's full blocks: token ids, masks and audio-feature bytes, after the

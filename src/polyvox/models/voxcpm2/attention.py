@@ -71,23 +71,38 @@ class AttentionMetadata:
         block_size: int,
         device: torch.device | str = "cpu",
     ) -> AttentionMetadata:
-        """Metadata for B sequences that had `cached_lens` tokens and now add `query_lens`.
+        """Metadata for B sequences that had `cached_lens` tokens and now add `query_lens`."""
+        table_lens = np.fromiter(map(len, block_tables), dtype=np.int64, count=len(block_tables))
+        width = int(table_lens.max()) if len(table_lens) else 0
+        tables = np.zeros((len(table_lens), width), dtype=np.int64)
+        flat = itertools.chain.from_iterable(block_tables)
+        tables[np.arange(width) < table_lens[:, None]] = np.fromiter(flat, np.int64, int(table_lens.sum()))
+        cached = np.asarray(cached_lens, dtype=np.int64)
+        new = np.asarray(query_lens, dtype=np.int64)
+        return cls.from_arrays(cached, new, tables, table_lens, block_size, device)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        cached: np.ndarray,
+        new: np.ndarray,
+        tables: np.ndarray,
+        table_lens: np.ndarray,
+        block_size: int,
+        device: torch.device | str = "cpu",
+    ) -> AttentionMetadata:
+        """`build` from Long arrays: `cached`, `new` `[B]`, the block tables padded `[B, width]` and
+        their lengths `[B]`.
 
         Built with numpy, never per token or per block in Python (it runs on the host every step, for
         every running sequence), and sent to the device as one buffer."""
-        cached = np.asarray(cached_lens, dtype=np.int64)
-        new = np.asarray(query_lens, dtype=np.int64)
-        table_lens = np.fromiter(map(len, block_tables), dtype=np.int64, count=len(block_tables))
         batch = len(table_lens)
         if not len(cached) == len(new) == batch:
             raise ValueError("cached_lens, query_lens and block_tables differ in length")
         context = cached + new
         if (context > table_lens * block_size).any():
             raise ValueError("block table too short for the sequence")
-        width = int(table_lens.max())
-        tables = np.zeros((batch, width), dtype=np.int64)
-        flat = itertools.chain.from_iterable(block_tables)
-        tables[np.arange(width) < table_lens[:, None]] = np.fromiter(flat, np.int64, int(table_lens.sum()))
+        width = tables.shape[1]
         starts = np.zeros(batch + 1, dtype=np.int64)
         np.cumsum(new, out=starts[1:])
         rows = np.repeat(np.arange(batch), new)  # the sequence of each new token
