@@ -1,6 +1,6 @@
 """The step's padded block-table array kept across steps is always the sequences' tables as they are now:
-after some gain blocks, when rows change, and when a sequence is given a new table of the same length
-(preempted and prefilled again), which only rewriting every row would otherwise catch."""
+after some gain blocks, when rows come, go and change order, and when a sequence is given a new table of
+the same length (preempted and prefilled again), which only rewriting every row would otherwise catch."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def test_the_array_follows_tables_that_grow_change_rows_and_are_replaced():
     check([a, b, c])
     b.append(8)
     check([a, b, c])
-    check([a, c])  # b left
+    check([c, [20], a])  # b left, a newcomer arrived, the rest in another order
+    check([a, c])
     check([a, [11, 12]])  # c's sequence preempted and prefilled again: a new list, the same length
     a.append(6)
     check([a, [11, 12]])

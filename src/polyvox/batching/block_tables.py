@@ -1,10 +1,10 @@
-"""A step's block tables as one padded host array `[B, width]`, kept from step to step while the rows
-hold the same tables in the same order (steady decode): a step then writes only the rows that gained a
-block, not every row's table.
+"""A step's block tables as one padded host array `[B, width]`, kept from step to step: a step writes
+only the rows that gained a block or are new, not every row's table; rows that carry on from the last
+step, in whatever order now, are one gather.
 
 A sequence's block table is a list that only grows in place while it holds its blocks; freeing or
-preempting it gives the sequence a new list. So the same list objects in the same order mean the same
-rows, each the same table with blocks appended, and their lengths say which rows to write.
+preempting it gives the sequence a new list. So a list object seen in the last step is the same table,
+with blocks appended, and its length says whether to write its row again.
 """
 
 from __future__ import annotations
@@ -27,25 +27,41 @@ class BlockTableArray:
         the next call."""
         lens = np.fromiter(map(len, tables), dtype=np.int64, count=len(tables))
         ids = list(map(id, tables))
-        if ids != self._ids:
-            self._rebuild(tables, lens)
-            self._lists, self._ids = tables, ids
+        if ids == self._ids:  # steady decode: the same rows
+            stale = np.flatnonzero(lens != self.lens)
+            if len(stale) and int(lens.max()) > self.tables.shape[1]:
+                self.tables = self._padded(self.tables, slice(None), len(tables), int(lens.max()))
         else:
-            grown = np.flatnonzero(lens != self.lens).tolist()
-            if len(grown) and int(lens.max()) > self.tables.shape[1]:
-                self._widen(int(lens.max()))
-            for row in grown:
-                self.tables[row, : lens[row]] = tables[row]
+            stale = self._carry_over(ids, lens)
+            self._lists, self._ids = tables, ids
+        if len(stale):
+            self._write(tables, stale, lens)
         self.lens = lens
         return self.tables, lens
 
-    def _rebuild(self, tables: list[list[int]], lens: np.ndarray) -> None:
+    def _carry_over(self, ids: list[int], lens: np.ndarray) -> np.ndarray:
+        """Rows now as the last call's rows for the same tables, in the new order; the rows to write."""
+        last_row = dict(zip(self._ids, range(len(self._ids)), strict=True))
+        source = np.fromiter(map(last_row.get, ids, itertools.repeat(-1)), dtype=np.int64, count=len(ids))
+        kept = np.flatnonzero(source >= 0)
         width = int(lens.max()) if len(lens) else 0
-        self.tables = np.full((len(tables), width), self.pad, dtype=np.int64)
-        flat = np.fromiter(itertools.chain.from_iterable(tables), dtype=np.int64, count=int(lens.sum()))
-        self.tables[np.arange(width) < lens[:, None]] = flat
+        self.tables = self._padded(self.tables[source[kept]], kept, len(ids), width)
+        stale = np.ones(len(ids), dtype=bool)
+        stale[kept] = lens[kept] != self.lens[source[kept]]
+        return np.flatnonzero(stale)
 
-    def _widen(self, width: int) -> None:
-        wider = np.full((self.tables.shape[0], width), self.pad, dtype=np.int64)
-        wider[:, : self.tables.shape[1]] = self.tables
-        self.tables = wider
+    def _write(self, tables: list[list[int]], rows: np.ndarray, lens: np.ndarray) -> None:
+        """Rows `rows` written whole from their lists (numpy, not a row at a time)."""
+        width = self.tables.shape[1]
+        row_lens = lens[rows]
+        flat = itertools.chain.from_iterable([tables[r] for r in rows.tolist()])
+        fresh = np.full((len(rows), width), self.pad, dtype=np.int64)
+        fresh[np.arange(width) < row_lens[:, None]] = np.fromiter(flat, np.int64, int(row_lens.sum()))
+        self.tables[rows] = fresh
+
+    def _padded(self, rows: np.ndarray, at: np.ndarray | slice, count: int, width: int) -> np.ndarray:
+        """`[count, width]` of padding with `rows` (cut or padded to `width`) put at rows `at`."""
+        out = np.full((count, width), self.pad, dtype=np.int64)
+        keep = min(width, rows.shape[1])
+        out[at, :keep] = rows[:, :keep]
+        return out

@@ -7,6 +7,7 @@ them from memory, and keeps per-request state that lives on the device (hidden s
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Iterator
@@ -81,6 +82,16 @@ class _LastStep:
             and np.array_equal(starts, self.ends)
             and np.array_equal(ends, self.ends + 1)
         )
+
+    def patches_fed(self, seqs: list[Sequence], rows: np.ndarray, starts: np.ndarray) -> torch.Tensor | None:
+        """The patches `seqs[rows]` feed back `[len(rows), P, D]` when each is the one it got in the last
+        step (its chunk starts where that step's ended): one gather of `patches`. Else None."""
+        last_row = dict(zip(map(id, self.seqs), range(len(self.seqs)), strict=True))
+        found = map(last_row.get, map(id, seqs), itertools.repeat(-1))
+        source = np.fromiter(found, np.int64, len(seqs))[rows]
+        if (source < 0).any() or not np.array_equal(self.ends[source], starts[rows]):
+            return None
+        return self.patches.index_select(0, device_tensor(source, torch.long, self.patches.device))
 
 
 class ModelRunner:
@@ -231,8 +242,10 @@ class ModelRunner:
             with self._phase("prefill"):
                 parts.append(self._prefill(prefills))
         if decodes:
+            decode_rows = np.flatnonzero(is_decode)
+            fed = last.patches_fed(seqs, decode_rows, starts) if last is not None else None
             with self._phase("advance"):
-                parts.append(self._advance(decodes, starts[np.flatnonzero(is_decode)]))
+                parts.append(self._advance(decodes, starts[decode_rows], fed))
         lm_hidden, res_hidden, prev = (torch.cat(p) if len(p) > 1 else p[0] for p in zip(*parts, strict=True))
         ready = [s for s, c in zip(seqs, completes, strict=True) if c]
         if not ready:
