@@ -24,7 +24,8 @@ engine with torch.compile at c=64, the two prefill policies under arriving load 
 separate).
 `BUDGET_S` (default 480) bounds the whole run; `DEVICE=cpu SIZE=tiny` dry-runs it on a CPU;
 `SECTIONS=smoke_tiny,engine_full,...` runs only those; SERVED_REQUESTS and SERVED_INPUT shorten the
-served path's run (default: twice its concurrency, `polyvox bench`'s ~10 s paragraph).
+served path's run (default: twice its concurrency, `polyvox bench`'s ~10 s paragraph), ENGINE_PATCHES
+the engine table's requests (default 63 patches each).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ SECTIONS = os.environ.get("SECTIONS", "")  # e.g. "smoke_tiny,engine_full": only
 SERVED_CONCURRENCY = int(os.environ.get("SERVED_CONCURRENCY", "64"))
 SERVED_REQUESTS = os.environ.get("SERVED_REQUESTS", "")  # default: twice the concurrency
 SERVED_INPUT = os.environ.get("SERVED_INPUT", "")  # default: polyvox bench's ~10 s paragraph
+ENGINE_PATCHES = os.environ.get("ENGINE_PATCHES", "63")  # each request's patches in the engine table
 T0 = time.monotonic()
 
 
@@ -172,7 +174,7 @@ def main() -> None:
     sections["engine_full"] = run(
         "engine_full",
         [py, "bench/engine_bench.py", "--size", SIZE, "--device", DEVICE, "--concurrency", CONCURRENCY,
-         "--patches", "63", "--max-num-seqs", "512", "--json", str(OUT / "engine_full.json")],
+         "--patches", ENGINE_PATCHES, "--max-num-seqs", "512", "--json", str(OUT / "engine_full.json")],
         left() - 270, env,
     )  # fmt: skip
     if left() > 150:  # HTTP + engine: the same machine's served throughput beside the engine's

@@ -46,6 +46,7 @@ def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
         "DEVICE": "cpu",
         "SIZE": "tiny",
         "CONCURRENCY": "1,2",
+        "ENGINE_PATCHES": "8",
         "PROFILE_BATCHES": "1,2",
         # attention_bench has its own test below; the served path starts a real server in its place
         "SECTIONS": "smoke_tiny,engine_full,profile,served",
@@ -74,6 +75,7 @@ def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
     assert smoke["single_stream_rtf"] > 0
     assert smoke["kv_blocks_free_after"] == smoke["kv_blocks"]  # every block came back
     assert [r["concurrency"] for r in summary["engine_full"]["runs"]] == [1, 2]
+    assert summary["engine_full"]["patches"] == 8
     assert set(summary["profile"]) == {"1", "2"}
     # the served path: polyvox serve (engine process, DP=1) driven by polyvox bench --stream
     served = summary["served"]
