@@ -14,11 +14,13 @@ the loop sleeps `--device-ms`, the device's step, while the receiving end drains
 
     python bench/host_overhead.py --batch 1,64,256,512 --mixed 256 --steps 50 --json out.json
     python bench/host_overhead.py --batch 256,512 --mixed 0 --wire chunks,views,frame
+    python bench/host_overhead.py --gc-freeze  # as the engine process: the start-up heap frozen
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -189,7 +191,11 @@ class PhaseClock:
 # ---------------------------------------------------------------- the engine under test
 
 
-def build_core(max_seqs: int, prompt_len: int, steps: int) -> tuple[BatchingCore, PrecomputedModel]:
+def build_core(
+    max_seqs: int, prompt_len: int, steps: int, freeze: bool = False
+) -> tuple[BatchingCore, PrecomputedModel]:
+    """The engine over the stubbed model; `freeze`: then `gc.freeze()`, as the engine process does once
+    its model is loaded."""
     config = VoxCPM2Config.tiny()
     torch.manual_seed(0)
     lm = VoxCPM2LM(config).eval()
@@ -210,6 +216,8 @@ def build_core(max_seqs: int, prompt_len: int, steps: int) -> tuple[BatchingCore
     pool = core.runner.vae_pool
     pool.gather = model.timed(pool.gather)  # type: ignore[method-assign]
     pool.scatter = model.timed(pool.scatter)  # type: ignore[method-assign]
+    if freeze:
+        gc.freeze()
     return core, model
 
 
@@ -283,10 +291,12 @@ def summarise(name: str, wire: str, batch: int, samples: list[dict[str, float]],
     return row
 
 
-def run_steady(batch: int, steps: int, prompt_len: int, wire: Wire, kind: str, device_s: float) -> dict:
+def run_steady(
+    batch: int, steps: int, prompt_len: int, wire: Wire, kind: str, device_s: float, freeze: bool = False
+) -> dict:
     """`batch` streams in steady decode: every step advances each by one patch, nobody arrives or ends."""
     warm = 3
-    core, model = build_core(batch, prompt_len, steps + warm)
+    core, model = build_core(batch, prompt_len, steps + warm, freeze)
     harness = Harness(core, model, wire, kind, device_s)
     config = core.runner.model_config
     for i in range(batch):
@@ -304,12 +314,19 @@ def run_steady(batch: int, steps: int, prompt_len: int, wire: Wire, kind: str, d
 
 
 def run_mixed(
-    batch: int, steps: int, prompt_len: int, arrivals: int, wire: Wire, kind: str, device_s: float
+    batch: int,
+    steps: int,
+    prompt_len: int,
+    arrivals: int,
+    wire: Wire,
+    kind: str,
+    device_s: float,
+    freeze: bool = False,
 ) -> dict:
     """`batch` streams, of which `arrivals` finish every step and as many new prompts arrive and are
     prefilled in the same step as everyone else's decode (the "mixed" prefill policy)."""
     length = max(2, batch // arrivals)
-    core, model = build_core(batch + arrivals, prompt_len, steps + length)
+    core, model = build_core(batch + arrivals, prompt_len, steps + length, freeze)
     harness = Harness(core, model, wire, kind, device_s)
     config = core.runner.model_config
     prompts = 0
@@ -351,6 +368,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--device-ms", type=float, default=10.0, help="the device's step, slept between steps"
     )
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="gc.freeze() once each engine is built, as the engine process does after loading its model",
+    )
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args(argv)
     wires = args.wire.split(",")
@@ -363,11 +385,22 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         for kind in wires:
             for batch in (int(b) for b in args.batch.split(",") if b):
-                runs.append(run_steady(batch, args.steps, args.prompt_len, wire, kind, device_s))
+                runs.append(
+                    run_steady(batch, args.steps, args.prompt_len, wire, kind, device_s, args.gc_freeze)
+                )
                 print_row(runs[-1])
             if args.mixed:
                 runs.append(
-                    run_mixed(args.mixed, args.steps, args.prompt_len, args.arrivals, wire, kind, device_s)
+                    run_mixed(
+                        args.mixed,
+                        args.steps,
+                        args.prompt_len,
+                        args.arrivals,
+                        wire,
+                        kind,
+                        device_s,
+                        args.gc_freeze,
+                    )
                 )
                 print_row(runs[-1])
     finally:
@@ -381,6 +414,7 @@ def main(argv: list[str] | None = None) -> dict:
         "ipc": "pyzmq PUSH/PULL over ipc://, zero-copy sends, drained by a thread",
         "shapes": "tiny LM (hidden 64, latent 4x16), 7,680-sample float32 audio per row",
         "device_ms": args.device_ms,
+        "gc_freeze": args.gc_freeze,
         "runs": runs,
     }
     if args.json:
