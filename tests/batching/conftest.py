@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -50,19 +51,28 @@ class Tiny:
         return encode_wav(self.vae, wav, self.config.patch_size)
 
 
-def make_tiny(**vae_overrides) -> Tiny:
-    """The tiny config with seeded random weights; `vae_overrides` change AudioVAE config fields."""
+def _merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    nested = {k: _merged(base[k], v) for k, v in changes.items() if isinstance(v, dict) and k in base}
+    return {**base, **changes, **nested}
+
+
+def make_tiny(lm: dict[str, Any] | None = None, vae: dict[str, Any] | None = None) -> Tiny:
+    """The tiny config with seeded random weights; `lm` and `vae` change fields of the LM's and the
+    AudioVAE's config (nested dicts change only the fields they name)."""
     torch.manual_seed(1234)
     config = VoxCPM2Config.tiny()
-    if vae_overrides:
-        config = config.model_copy(update={"audio_vae_config": {**config.audio_vae_config, **vae_overrides}})
-    lm = VoxCPM2LM(config)
+    if lm or vae:
+        data = config.model_dump()
+        data["lm_config"] = _merged(data["lm_config"], lm or {})
+        data["audio_vae_config"] = _merged(data["audio_vae_config"], vae or {})
+        config = VoxCPM2Config.model_validate(data)
+    model = VoxCPM2LM(config)
     with torch.no_grad():
-        for p in lm.parameters():
+        for p in model.parameters():
             if p.dim() >= 2:
                 p.normal_(0.0, 0.02)
-    vae = AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config))
-    return Tiny(config, lm.eval(), vae.eval())
+    audio_vae = AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config))
+    return Tiny(config, model.eval(), audio_vae.eval())
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +82,7 @@ def tiny() -> Tiny:
 
 @pytest.fixture(scope="session")
 def tiny_with() -> Callable[..., Tiny]:
-    """`make_tiny` itself, for a module that overrides `tiny` with other VAE fields."""
+    """`make_tiny` itself, for a test that needs the tiny model with other config fields."""
     return make_tiny
 
 

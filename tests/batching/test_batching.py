@@ -196,9 +196,18 @@ def test_the_padded_vae_decode_used_by_cuda_graphs_gives_the_same_audio(tiny, mi
     assert core.runner.vae_pool.in_use == 0
 
 
-def test_a_request_that_never_stops_ends_at_the_last_position_the_lm_has(tiny):
-    """The tiny LM has 512 positions (its RoPE table); a request asking for more, with a stop head
-    that is not allowed to fire, ends there with reason "length" and the engine goes on serving."""
+def test_a_request_that_never_stops_ends_at_the_last_position_the_lm_has(tiny_with):
+    """An LM has so many positions (its RoPE table: 96 here, in place of the tiny model's 512 and
+    their 500 steps); a request asking for more, with a stop head that is not allowed to fire, ends
+    there with reason "length" and the engine goes on serving."""
+    positions = 96
+    tiny = tiny_with(
+        lm={
+            "max_position_embeddings": positions,
+            "rope_scaling": {"original_max_position_embeddings": positions},
+        }
+    )
+    assert tiny.config.lm_config.max_position_embeddings == positions
     core = tiny.core(decode_audio=False)
     prompt = tiny.prompt("Keep talking.")
     seq = core.add_request(prompt, SamplingParams(seed=1, min_len=5000, max_len=5000))

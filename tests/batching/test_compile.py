@@ -16,7 +16,7 @@ def tiny(tiny_with):
     """The engine tests' tiny model with a two-block VAE decoder (the same 1,920 samples a latent
     frame as the six blocks, and the same code): a cold compile of the VAE was most of this test's
     minutes on two cores, and its cost grows with the blocks, whose kernels all differ in size."""
-    return tiny_with(decoder_rates=[48, 40])
+    return tiny_with(vae={"decoder_rates": [48, 40]})
 
 
 @pytest.mark.timeout(600)  # a cold compile takes about a minute on two cores
