@@ -138,7 +138,26 @@ def test_kill_9_of_an_api_process_is_replaced_while_the_other_serves_on(server):
     assert value(samples, "polyvox_requests_in_flight") == 0
 
 
+def running(url: str) -> list[float]:
+    return per_rank(scrape(url), "polyvox_engine_running_requests")
+
+
+def the_one_busy_rank(url: str) -> int:
+    """The rank running requests while the other runs none (read from one scrape)."""
+    found: list[int] = []
+
+    def one_busy() -> bool:
+        found[:] = [rank for rank, count in enumerate(running(url)) if count]
+        return len(found) == 1
+
+    wait_until(one_busy, "exactly one rank runs requests")
+    return found[0]
+
+
 def test_kill_9_of_an_engine_rank_fails_only_its_request_and_every_api_process_follows_it_back(server):
+    """Voices no process has served yet: each API process remembers which rank served a voice last, so
+    a fresh voice goes where the loads every process reports say (the survivor to the idle rank), and
+    each long request's pieces stay on its voice's rank."""
     proc, url = server
     results: dict[str, object] = {}
 
@@ -149,14 +168,12 @@ def test_kill_9_of_an_engine_rank_fails_only_its_request_and_every_api_process_f
         except httpx.HTTPError as exc:
             results[name] = exc
 
-    running = lambda: per_rank(scrape(url), "polyvox_engine_running_requests")  # noqa: E731
-    first = threading.Thread(target=post, args=("victim", "alloy"))
+    first = threading.Thread(target=post, args=("victim", "fable"))
     first.start()
-    wait_until(lambda: sum(running()) == 1, "the first request runs")
-    victim_rank = running().index(1)
-    second = threading.Thread(target=post, args=("survivor", "echo"))
-    second.start()  # on the other rank: whichever API process takes it sees the first one's load
-    wait_until(lambda: running() == [1, 1], "each rank runs one")
+    victim_rank = the_one_busy_rank(url)
+    second = threading.Thread(target=post, args=("survivor", "onyx"))
+    second.start()  # whichever API process takes it sees the first one's load on its rank
+    wait_until(lambda: all(running(url)), "each rank runs one")
     kill9(engine_pid_of_rank(proc.pid, victim_rank))
     wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "degraded", "/ready says degraded")
     for thread in (first, second):
@@ -178,7 +195,8 @@ def test_sigterm_drains_both_api_processes_and_both_ranks_then_nothing_is_left(s
     answer: dict[str, httpx.Response] = {}
     thread = threading.Thread(target=lambda: answer.setdefault("long", speak(url, LONG)))
     thread.start()
-    wait_until(lambda: sum(per_rank(scrape(url), "polyvox_engine_running_requests")) == 1, "it runs")
+    wait_until(lambda: value(scrape(url), "polyvox_requests_in_flight") == 1, "it is in flight")
+    the_one_busy_rank(url)  # and running
     proc.send_signal(signal.SIGTERM)
     wait_until(lambda: all(httpx.get(f"{url}/ready").status_code == 503 for _ in range(4)), "both drain", 10)
     refused = speak(url, "Too late.")
