@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 
 import httpx
@@ -116,29 +117,42 @@ def test_kill_9_of_one_engine_fails_only_its_requests_as_documented_while_the_ot
     while A restarts, its process and counters untouched; A alone is restarted and comes back."""
     pid, url = server
     results: dict[str, object] = {}
-    first = {name: threading.Event() for name in ("sse", "cut", "b1", "b2")}
+    first: dict[str, threading.Event] = defaultdict(threading.Event)
+    threads: list[threading.Thread] = []
+    strays: dict[str, int] = {}  # requests the loads sent to the other rank than the one wanted, by rank
 
-    def start(target, *args) -> threading.Thread:
-        thread = threading.Thread(target=target, args=(url, results, *args))
-        thread.start()
-        return thread
+    def launch(target, label: str, voice: str) -> int:
+        """Start a request; the rank it was routed to (each request is routed once, its pieces follow)."""
+        before = [_routed(url, rank) for rank in (0, 1)]
+        args = (url, results, label, voice) + ((first[label],) if target is not _post else ())
+        threads.append(threading.Thread(target=target, args=args))
+        threads[-1].start()
+        wait_until(lambda: [_routed(url, rank) for rank in (0, 1)] != before, f"{label} is routed")
+        return 0 if _routed(url, 0) > before[0] else 1
 
-    threads = [start(_sse, "sse", "alloy", first["sse"])]  # the first request: on alloy's rank, A
-    assert first["sse"].wait(120)
-    wait_until(lambda: any(per_rank(scrape(url), "polyvox_engine_running_requests")), "rank A runs it")
-    rank_a = 0 if per_rank(scrape(url), "polyvox_engine_running_requests")[0] else 1
+    def launch_on(rank: int, target, name: str, voice: str) -> str:
+        """Start requests until one is routed to `rank` (the loads, pieces in flight, decide; each that
+        goes to the other rank makes that one busier)."""
+        for attempt in range(10):
+            label = f"{name}.{attempt}"
+            if launch(target, label, voice) == rank:
+                return label
+            strays[label] = 1 - rank
+        raise AssertionError(f"no {name} request was sent to rank {rank}")
+
+    sse = "sse"
+    rank_a = launch(_sse, sse, "alloy")  # the first request: its rank is A
     rank_b = 1 - rank_a
-    # echo goes to B (A is busier); a second echo follows it; then alloy's chunked transfer to A, the
-    # less loaded rank and the one holding alloy (loads are pieces in flight, two per long request)
-    for name, voice in (("b1", "echo"), ("b2", "echo"), ("cut", "alloy")):
-        threads.append(start(_chunked, name, voice, first[name]))
-        assert first[name].wait(120), name
+    assert first[sse].wait(120)
+    b1 = launch_on(rank_b, _chunked, "b1", "echo")
+    b2 = launch_on(rank_b, _chunked, "b2", "echo")
+    cut = launch_on(rank_a, _chunked, "cut", "alloy")
+    for label in (b1, b2, cut):
+        assert first[label].wait(120), label
     victim, survivor = engine_pid_of_rank(pid, rank_a), engine_pid_of_rank(pid, rank_b)
 
     freeze(victim)
-    routed_to_a = _routed(url, rank_a)
-    threads.append(start(_post, "before_first_byte", "alloy"))
-    wait_until(lambda: _routed(url, rank_a) > routed_to_a, "the request is sent to the frozen rank A")
+    before_first_byte = launch_on(rank_a, _post, "before_first_byte", "alloy")
     patches_b = per_rank(scrape(url), "polyvox_engine_patches_total")[rank_b]
     kill9(victim)
 
@@ -149,16 +163,22 @@ def test_kill_9_of_one_engine_fails_only_its_requests_as_documented_while_the_ot
     for thread in threads:
         thread.join(timeout=180)
 
-    refused = results["before_first_byte"]
+    refused = results[before_first_byte]
     assert isinstance(refused, httpx.Response) and refused.status_code == 500, refused
     error = refused.json()["error"]
     assert set(error) == {"message", "type", "param", "code"} and error["code"] == "engine_error"
-    status, events = results["sse"]
+    status, events = results[sse]
     assert status == 200 and events[0]["type"] == "speech.audio.delta"
     assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "engine_error", events[-1]
     assert not any(event["type"] == "speech.audio.done" for event in events)
-    assert isinstance(results["cut"], httpx.RemoteProtocolError), results["cut"]  # the transfer was cut
-    assert _complete(results["b1"]) and _complete(results["b2"]), (results["b1"], results["b2"])
+    assert isinstance(results[cut], httpx.RemoteProtocolError), results[cut]  # the transfer was cut
+    assert _complete(results[b1]) and _complete(results[b2]), (results[b1], results[b2])
+    for label, rank in strays.items():  # on B: served whole; on A: failed with it
+        outcome = results[label]
+        if rank == rank_b:
+            assert _complete(outcome) or getattr(outcome, "status_code", None) == 200, (label, outcome)
+        else:
+            assert not _complete(outcome) and getattr(outcome, "status_code", None) != 200, (label, outcome)
 
     wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "ready", "rank A is back")
     assert all(speak(url, f"After the crash, take {n}.").status_code == 200 for n in range(2))
@@ -205,7 +225,7 @@ def _chunked(url: str, results: dict, name: str, voice: str, first: threading.Ev
 
 
 def _post(url: str, results: dict, name: str, voice: str) -> None:
-    results[name] = speak(url, "Before its first byte.", voice)
+    results[name] = speak(url, LONG, voice)  # long: one that goes to B stays in flight, making B busier
 
 
 def _routed(url: str, rank: int) -> float:

@@ -61,3 +61,25 @@ def test_a_voice_is_its_reference_clip_or_its_design_text():
     assert voice_key(cloned("One.")) == voice_key(cloned("Two.")) == "clip:clip-a"
     assert voice_key(SynthesisRequest(text="Hi.", instructions=" a calm voice ")) == "design:a calm voice"
     assert voice_key(SynthesisRequest(text="Hi.")) is None
+
+
+def test_a_long_inputs_later_pieces_follow_its_first_while_that_rank_is_up():
+    """The text front end names a long input's pieces `ID.0`, `ID.1`...: they go where piece 0 went,
+    however the loads move; another request is routed by load; a piece whose rank is down is routed
+    afresh and the rest follow it there. Routing counts the request once."""
+    router = Router(2)
+
+    def piece(request: str, index: int) -> SynthesisRequest:
+        return SynthesisRequest(text=f"Piece {index}.", request_id=f"{request}.{index}")
+
+    first = router.route([0, 0], piece("a", 0))
+    other = 1 - first
+    skewed = [0, 0]
+    skewed[first] = 9  # its rank much busier: a new request would go to the other one
+    assert [router.route(skewed, piece("a", i)) for i in range(1, 4)] == [first] * 3
+    assert router.route(skewed, piece("b", 0)) == other
+    assert sum(router.by_affinity) + sum(router.by_load) == 2
+    down: list[int | None] = [0, 0]
+    down[first] = None
+    assert router.route(down, piece("a", 4)) == other
+    assert router.route([0, 0], piece("a", 5)) == other

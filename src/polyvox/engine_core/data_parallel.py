@@ -24,7 +24,7 @@ from polyvox.engine_core.client import EngineClient, engine_address
 from polyvox.engine_core.connected import ConnectedEngineClient
 from polyvox.engine_core.model_spec import ModelSpec
 from polyvox.engine_core.options import WorkerOptions
-from polyvox.engine_core.router import NoRankUp, Router, voice_key
+from polyvox.engine_core.router import NoRankUp, Router
 from polyvox.logs import LogFormat
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ class DataParallelEngine:
     async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
         clients = self.clients
         try:
-            rank = self.router.choose([c.load if c.up else None for c in clients], voice_key(request))
+            rank = self.router.route([c.load if c.up else None for c in clients], request)
         except NoRankUp as exc:
             raise BackendError(str(exc)) from exc
         outputs = clients[rank].generate(request)

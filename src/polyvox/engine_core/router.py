@@ -2,9 +2,12 @@
 requests sent to it and not finished: its running and waiting ones), unless the rank that last served
 the request's voice prompt (a reference clip's content hash, or a voice design's text) is within
 `AFFINITY_MARGIN` of that: then that rank, whose prefix cache likely still holds the prompt's blocks.
-How often affinity decided is counted, so the prefix-cache hit rate it buys can be measured; with several
-API processes on one port (each routing its own requests) also in prometheus_client's shared files, so
-`/metrics` can sum the counts of all."""
+A long input's later pieces go where its first piece went, while that rank is up: they share its voice
+prompt and follow one another, and pieces that moved between ranks with the loads would split one
+stream's fate (a rank that dies mid-stream) over both.
+How often affinity decided is counted (for each request, not each piece), so the prefix-cache hit
+rate it buys can be measured; with several API processes on one port (each routing its own requests)
+also in prometheus_client's shared files, so `/metrics` can sum the counts of all."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from polyvox.metrics_files import shared_counter
 AFFINITY_MARGIN = 0.25
 AFFINITY_MIN_SLACK = 1
 REMEMBERED_VOICES = 4096
+REMEMBERED_REQUESTS = 4096  # long inputs being spoken whose next pieces follow their first
 ROUTED_REQUESTS = "polyvox_engine_routed_requests"
 ROUTED_REQUESTS_HELP = (
     "Requests sent to the engine rank, by why it was chosen: affinity (it last served the "
@@ -36,6 +40,15 @@ def voice_key(request: SynthesisRequest) -> str | None:
     return None
 
 
+def request_of(piece: SynthesisRequest) -> str | None:
+    """The request a piece of long input belongs to (the text front end names piece i `ID.i`); None
+    for a request without an id."""
+    base, dot, index = piece.request_id.rpartition(".")
+    if dot and index.isdigit():
+        return base
+    return piece.request_id or None
+
+
 class NoRankUp(RuntimeError):
     """Every rank is down."""
 
@@ -49,11 +62,28 @@ class Router:
         self.by_load = [0] * ranks
         self._voices: OrderedDict[str, int] = OrderedDict()
         self._turn = itertools.count()
+        self._requests: OrderedDict[str, int] = OrderedDict()
         # Several API processes on one port route with a Router each: /metrics sums their shared counts.
         self._shared_counts = shared_counter(ROUTED_REQUESTS, ROUTED_REQUESTS_HELP, ["rank", "reason"])
         if self._shared_counts is not None:
             for rank, reason in itertools.product(range(ranks), ("affinity", "load")):
                 self._shared_counts.labels(rank=str(rank), reason=reason)  # every series, from zero
+
+    def route(self, loads: list[int | None], piece: SynthesisRequest) -> int:
+        """The rank for `piece`: its request's rank when an earlier piece went there and it is up,
+        else `choose`'s."""
+        request = request_of(piece)
+        rank = self._requests.get(request) if request is not None else None
+        if request is not None and rank is not None and loads[rank] is not None:
+            self._requests.move_to_end(request)
+            return rank
+        rank = self.choose(loads, voice_key(piece))
+        if request is not None:
+            self._requests[request] = rank
+            self._requests.move_to_end(request)
+            while len(self._requests) > REMEMBERED_REQUESTS:
+                self._requests.popitem(last=False)
+        return rank
 
     def choose(self, loads: list[int | None], voice: str | None) -> int:
         """`loads[rank]`: its requests in flight, None while it is down."""
