@@ -54,6 +54,15 @@ def wait_ready(proc: subprocess.Popen, url: str, timeout_s: float) -> float:
     raise RuntimeError(f"polyvox serve was not ready after {timeout_s:.0f} s")
 
 
+def stop_server(proc: subprocess.Popen) -> None:
+    """SIGTERM (the server drains), killed if it has not exited a minute later."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def measure(args: argparse.Namespace, workdir: Path) -> dict:
     port = free_port()
     requests = args.requests or 2 * args.concurrency
@@ -83,11 +92,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict:
             print(log_path.read_text(errors="replace")[-4000:], file=sys.stderr)
             raise
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_server(proc)
     return {"serve_command": serve, "server_ready_s": round(ready_s, 1), **report}
 
 

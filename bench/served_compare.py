@@ -18,14 +18,13 @@ import json
 import os
 import platform
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import httpx
-from served_bench import die_with_parent, free_port, wait_ready  # bench/ is on the path
+from served_bench import die_with_parent, free_port, stop_server, wait_ready  # bench/ is on the path
 
 WARM_UP = "One sentence to warm the server up."
 
@@ -98,11 +97,7 @@ def measure_way(name: str, flags: list[str], args: argparse.Namespace, workdir: 
             print(log_path.read_text(errors="replace")[-4000:], file=sys.stderr)
             raise
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_server(proc)
     return rows
 
 

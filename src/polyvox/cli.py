@@ -138,13 +138,7 @@ def run_serve(args: argparse.Namespace) -> int:
         log_config=log_config,  # uvicorn's lines in polyvox's format
         timeout_graceful_shutdown=5,
     )
-    server = DrainingServer(
-        config,
-        app.state.lifecycle,
-        busy=app.state.service.busy,
-        grace_s=settings.shutdown_grace_s,
-        failure=lambda: app.state.backend_failure,
-    )
+    server = DrainingServer.serving(app, config)
     server.run()
     if server.failure is not None:
         raise StartupError(f"the engine failed to start: {server.failure}")

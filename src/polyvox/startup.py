@@ -50,7 +50,6 @@ class StartupStages:
             with self._lock:
                 self._running.remove(name)
 
-
     def show(self, name: str) -> None:
         """Name a stage that runs elsewhere (an engine process, which logs it itself) until `hide`."""
         with self._lock:

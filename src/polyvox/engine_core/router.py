@@ -79,10 +79,7 @@ class Router:
             return rank
         rank = self.choose(loads, voice_key(piece))
         if request is not None:
-            self._requests[request] = rank
-            self._requests.move_to_end(request)
-            while len(self._requests) > REMEMBERED_REQUESTS:
-                self._requests.popitem(last=False)
+            _remember(self._requests, request, rank, REMEMBERED_REQUESTS)
         return rank
 
     def choose(self, loads: list[int | None], voice: str | None) -> int:
@@ -99,13 +96,18 @@ class Router:
             choice = held
         self._count(choice, by_affinity=held is not None and choice == held)
         if voice is not None:
-            self._voices[voice] = choice
-            self._voices.move_to_end(voice)
-            while len(self._voices) > REMEMBERED_VOICES:
-                self._voices.popitem(last=False)
+            _remember(self._voices, voice, choice, REMEMBERED_VOICES)
         return choice
 
     def _count(self, rank: int, by_affinity: bool) -> None:
         (self.by_affinity if by_affinity else self.by_load)[rank] += 1
         if self._shared_counts is not None:
             self._shared_counts.labels(rank=str(rank), reason="affinity" if by_affinity else "load").inc()
+
+
+def _remember(memory: OrderedDict[str, int], key: str, rank: int, limit: int) -> None:
+    """`key`'s rank, most recent last; the oldest forgotten past `limit`."""
+    memory[key] = rank
+    memory.move_to_end(key)
+    while len(memory) > limit:
+        memory.popitem(last=False)

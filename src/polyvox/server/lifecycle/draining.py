@@ -22,6 +22,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 import uvicorn
 
@@ -77,6 +78,19 @@ class DrainingServer(uvicorn.Server):
         self.grace_s = grace_s
         self.backend_failure = failure
         self.failure: str | None = None  # why the engine failed to start, once the server stopped for it
+
+    @classmethod
+    def serving(cls, app: Any, config: uvicorn.Config, repeat_sigterm_stops: bool = True) -> DrainingServer:
+        """The server for a polyvox app (`create_app`'s): its drain flag, in-flight requests, grace period
+        and engine start-up failure."""
+        return cls(
+            config,
+            app.state.lifecycle,
+            busy=app.state.service.busy,
+            grace_s=app.state.settings.shutdown_grace_s,
+            failure=lambda: app.state.backend_failure,
+            repeat_sigterm_stops=repeat_sigterm_stops,
+        )
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if sig == signal.SIGTERM and not self.lifecycle.draining:

@@ -46,14 +46,8 @@ def run(
     config = uvicorn.Config(
         app, log_level=settings.log_level, log_config=log_config, timeout_graceful_shutdown=5
     )
-    server = DrainingServer(
-        config,
-        app.state.lifecycle,
-        busy=app.state.service.busy,
-        grace_s=settings.shutdown_grace_s,
-        failure=lambda: app.state.backend_failure,
-        repeat_sigterm_stops=False,  # a service manager's SIGTERM and the launcher's may both arrive
-    )
+    # a service manager's SIGTERM and the launcher's may both arrive: the second must not cut the drain
+    server = DrainingServer.serving(app, config, repeat_sigterm_stops=False)
     server.run(sockets=[listener])
 
 
