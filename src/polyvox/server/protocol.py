@@ -48,6 +48,10 @@ class SpeechRequest(BaseModel):
     As OpenAI does, the answer streams by default: the encoded file as it is produced (`stream_format`
     absent or `audio`), or `speech.audio.delta` events carrying it in base64 (`sse`). `stream: false`
     (a polyvox extension) asks for one complete file with its `Content-Length` instead.
+
+    Numbers are strict: a JSON body gives them as JSON numbers (an integer where a float is asked is
+    fine), never `true` or `"1.5"`; a form's fields are all text, so a form is validated with
+    `model_validate_strings`, which parses them.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -57,17 +61,19 @@ class SpeechRequest(BaseModel):
     voice: Text = "alloy"
     instructions: Text | None = None
     response_format: ResponseFormat = "mp3"
-    speed: float = Field(1.0, ge=0.25, le=4.0)
+    speed: float = Field(1.0, ge=0.25, le=4.0, strict=True)
     stream_format: StreamFormat | None = None
     # polyvox / uttera-tts-vllm extensions
     stream: bool = Field(
         True,
         description="False answers one complete file with Content-Length (when `stream_format` is absent).",
     )
-    sample_rate: int | None = Field(None, ge=8000, le=48000, description="Output sample rate; default 24000.")
-    seed: int | None = Field(None, ge=0, le=2**63 - 1)
-    cfg_value: float | None = Field(None, ge=CFG_VALUE_MIN, le=CFG_VALUE_MAX)
-    inference_timesteps: int | None = Field(None, ge=1, le=100)
+    sample_rate: int | None = Field(
+        None, ge=8000, le=48000, strict=True, description="Output sample rate; default 24000."
+    )
+    seed: int | None = Field(None, ge=0, le=2**63 - 1, strict=True)
+    cfg_value: float | None = Field(None, ge=CFG_VALUE_MIN, le=CFG_VALUE_MAX, strict=True)
+    inference_timesteps: int | None = Field(None, ge=1, le=100, strict=True)
     cache: bool = True
     ref_audio: Text | None = Field(
         None, description="One-off voice clone: a reference clip as base64 or a data URL (JSON bodies)."

@@ -160,8 +160,11 @@ async def read_speech_request(
             f"unsupported Content-Type {content_type!r}; send application/json or multipart/form-data",
             code="unsupported_media_type",
         )
-    try:
-        body = SpeechRequest.model_validate(data)
+    try:  # a form's fields are text, parsed as numbers; JSON's numbers must be numbers
+        if content_type in FORM_TYPES:
+            body = SpeechRequest.model_validate_strings(data)
+        else:
+            body = SpeechRequest.model_validate(data)
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
     reference = None

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.server.errors import APIError, DeadlineExceeded, error_body, from_backend_error
@@ -26,11 +26,12 @@ class SessionConfig(BaseModel):
     voice: str | dict = "alloy"
     instructions: str | None = None
     response_format: Literal["mp3", "opus", "aac", "flac", "wav", "pcm"] = "pcm"
-    speed: float = 1.0
-    sample_rate: int | None = None
-    seed: int | None = None
-    cfg_value: float | None = None
-    inference_timesteps: int | None = None
+    # numbers as JSON numbers (an integer for a float is fine), never `true` or "1.5"
+    speed: float = Field(1.0, strict=True)
+    sample_rate: int | None = Field(None, strict=True)
+    seed: int | None = Field(None, strict=True)
+    cfg_value: float | None = Field(None, strict=True)
+    inference_timesteps: int | None = Field(None, strict=True)
     normalize: bool | None = None
     cache: bool = True
     ref_audio: str | None = None
