@@ -1,12 +1,14 @@
 """The pronunciation lexicon: names and terms replaced by a spoken form before synthesis.
 
 Stored as one JSON object, `{"term": "spoken form"}` (matched without regard to case), or
-`{"term": {"say": "spoken form", "case_sensitive": true}}`. A term matches as a whole word: a Latin
-letter or digit at its edge must not continue into a neighbouring letter or digit ("SQL" does not
-match inside "MySQL"); at a CJK edge there is no word boundary to respect, so "张三" matches
-anywhere. Longer terms win over shorter ones that overlap them. Saves are atomic (write to a
-temporary file, then rename), and every method is safe to call from several threads. Servers sharing
-the file follow each other's saves with `reload_if_changed` (one stat when nothing changed).
+`{"term": {"say": "spoken form", "case_sensitive": true}}`; a term is at most `MAX_TERM_CHARS`
+characters and a spoken form at most `MAX_SAY_CHARS`, neither with control characters. A term
+matches as a whole word: a Latin letter or digit at its edge must not continue into a neighbouring
+letter or digit ("SQL" does not match inside "MySQL"); at a CJK edge there is no word boundary to
+respect, so "张三" matches anywhere. Longer terms win over shorter ones that overlap them. Saves are
+atomic (write to a temporary file, then rename), and every method is safe to call from several
+threads. Servers sharing the file follow each other's saves with `reload_if_changed` (one stat when
+nothing changed).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import re
 import tempfile
 import threading
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +33,21 @@ from polyvox.file_stamp import FileStamp, file_stamp
 log = logging.getLogger(__name__)
 
 LOCK_TIMEOUT_S = 30.0
+# A term is a name, word or phrase: 200 characters holds any of them, and keeps a term's URL
+# (`DELETE /admin/lexicon/{term}`, up to 9 characters per CJK character percent-encoded) under what
+# servers and proxies take, and every edit's recompiled pattern small. A spoken form may spell a term
+# out, so it gets more room, still a sentence or two rather than a text.
+MAX_TERM_CHARS = 200
+MAX_SAY_CHARS = 1000
 
 
 class LexiconError(ValueError):
-    """A lexicon file or entry that cannot be used."""
+    """A lexicon file or entry that cannot be used; `param` names the entry's field at fault (`term`,
+    `say`), if one is."""
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        self.param = param
 
 
 @dataclass(frozen=True)
@@ -218,17 +232,37 @@ def parse_entries(data: object) -> list[LexiconEntry]:
             entries.append(LexiconEntry(term, value["say"], bool(value.get("case_sensitive", False))))
         else:
             raise LexiconError(
-                f'lexicon entry {term!r} must be a string or {{"say": ..., "case_sensitive": ...}}'
+                f'lexicon entry {shown_term(term)} must be a string or {{"say": ..., "case_sensitive": ...}}'
             )
     return [_check(entry) for entry in entries]
 
 
 def _check(entry: LexiconEntry) -> LexiconEntry:
+    shown = shown_term(entry.term)
     if not entry.term.strip() or entry.term != entry.term.strip():
-        raise LexiconError(f"lexicon term {entry.term!r} must be non-empty without surrounding spaces")
+        raise LexiconError(f"lexicon term {shown} must be non-empty without surrounding spaces", "term")
+    _check_text(entry.term, f"lexicon term {shown}", MAX_TERM_CHARS, "term")
     if not entry.say.strip():
-        raise LexiconError(f"the spoken form of {entry.term!r} must not be empty")
+        raise LexiconError(f"the spoken form of {shown} must not be empty", "say")
+    _check_text(entry.say, f"the spoken form of {shown}", MAX_SAY_CHARS, "say")
     return entry
+
+
+def _check_text(text: str, what: str, limit: int, param: str) -> None:
+    """At most `limit` characters of text: no control characters (NUL, ESC, newlines...), no lone
+    UTF-16 surrogates (valid JSON, but not text a file can hold)."""
+    if len(text) > limit:
+        raise LexiconError(f"{what} is {len(text)} characters; the limit is {limit}", param)
+    control = next((c for c in text if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        raise LexiconError(f"{what} holds a control character (U+{ord(control):04X})", param)
+    if any(unicodedata.category(c) == "Cs" for c in text):
+        raise LexiconError(f"{what} holds a lone UTF-16 surrogate, which is not text", param)
+
+
+def shown_term(term: str) -> str:
+    """A term as a message quotes it: cut short, so refusing a huge term does not echo it back."""
+    return repr(term) if len(term) <= 60 else f"{term[:57]!r}..."
 
 
 def _term_pattern(entry: LexiconEntry) -> str:

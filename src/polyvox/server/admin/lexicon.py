@@ -1,4 +1,5 @@
-"""The pronunciation lexicon's admin API under `/admin/lexicon`: list, add or replace, delete, reload.
+"""The pronunciation lexicon's admin API under `/admin/lexicon`: list, add or replace, delete (by the
+term in the path, or in a JSON body `{"term": ...}`, which takes any term a URL could not), reload.
 
 Edits take effect on the next request and are saved to `settings.lexicon_path` (atomically) when one
 is set; without it they last until the server stops. Without `state_url`, servers sharing the file edit
@@ -18,7 +19,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from polyvox.server.errors import APIError
-from polyvox.text.lexicon import Lexicon, LexiconEntry, LexiconError
+from polyvox.text.lexicon import Lexicon, LexiconEntry, LexiconError, shown_term
 
 router = APIRouter(prefix="/admin/lexicon", tags=["admin"])
 T = TypeVar("T")
@@ -34,6 +35,10 @@ class LexiconList(BaseModel):
     object: Literal["list"] = "list"
     data: list[LexiconItem]
     path: str | None = Field(None, description="The file edits are saved to; null: kept in memory only.")
+
+
+class LexiconTerm(BaseModel):
+    term: str = Field(description="The term whose entry to delete.")
 
 
 class LexiconDeleted(BaseModel):
@@ -90,18 +95,29 @@ async def add_entry(item: LexiconItem, request: Request) -> LexiconItem:
         try:
             return lexicon.add(item.term, item.say, item.case_sensitive)
         except LexiconError as exc:
-            raise APIError(400, str(exc), param="term", code="invalid_lexicon_entry") from exc
+            raise APIError(400, str(exc), param=exc.param or "term", code="invalid_lexicon_entry") from exc
 
     return _item(await _edit(request, add))
+
+
+@router.delete("", response_model=LexiconDeleted)
+async def delete_entry_by_body(body: LexiconTerm, request: Request) -> LexiconDeleted:
+    """Remove the entry for the body's `term` (404 when there is none): any term, whatever a URL holds."""
+    return await _delete(request, body.term)
 
 
 @router.delete("/{term:path}", response_model=LexiconDeleted)
 async def delete_entry(term: str, request: Request) -> LexiconDeleted:
     """Remove the entry for `term` (404 when there is none)."""
+    return await _delete(request, term)
 
+
+async def _delete(request: Request, term: str) -> LexiconDeleted:
     def remove(lexicon: Lexicon) -> None:
         if not lexicon.remove(term):
-            raise APIError(404, f"the lexicon has no entry {term!r}", param="term", code="not_found")
+            raise APIError(
+                404, f"the lexicon has no entry {shown_term(term)}", param="term", code="not_found"
+            )
 
     await _edit(request, remove)
     return LexiconDeleted(term=term)
