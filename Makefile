@@ -1,10 +1,17 @@
 # polyvox: `make serve` starts the server, `make test` runs ruff, mypy and the whole suite.
 PYTHON ?= python3
-VENV := .venv
+# Where the environment goes: `make install VENV=/tmp/x` builds another one exactly as `make serve` does
+# (.ci/serve_smoke.sh proves the README's first command that way).
+VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 # On machines without CUDA take the CPU build of torch first (a bare `torch` may pull a multi-GB CUDA build).
 TORCH_CPU := torch==2.13.0
+# The index torch is installed from; empty (the default): pip's own. Where PyPI's torch would be the
+# CUDA build on a machine without a GPU, as the Dockerfiles do:
+#   make serve TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+TORCH_INDEX_URL ?=
+TORCH_INDEX := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 
 .PHONY: serve test typecheck lint format docs install install-test install-browser clean
 
@@ -13,8 +20,8 @@ $(VENV)/bin/python:
 	$(PIP) install -q --upgrade pip
 
 $(VENV)/.torch: $(VENV)/bin/python
-	@if command -v nvidia-smi >/dev/null 2>&1; then $(PIP) install -q "torch>=2.5"; \
-	else $(PIP) install -q $(TORCH_CPU); fi
+	@if command -v nvidia-smi >/dev/null 2>&1; then $(PIP) install -q $(TORCH_INDEX) "torch>=2.5"; \
+	else $(PIP) install -q $(TORCH_INDEX) $(TORCH_CPU); fi
 	@touch $@
 
 $(VENV)/.installed: $(VENV)/.torch pyproject.toml

@@ -4,19 +4,30 @@ change shared state; the lifespan calls `start` and `stop`.
 While Redis is unreachable a change to voices, consents or the lexicon would stay on the one replica
 that took it and vanish from the others, so such requests are refused with a 503 saying why
 (synthesis itself goes on). A change that succeeds is synced at once rather than at the next tick.
+
+`polyvox.state` needs the `redis` package (the `redis` extra): it is imported only when `state_url` is
+set, so a server without it starts with what `make serve` installs.
 """
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import anyio
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from polyvox.server.errors import error_body
-from polyvox.state.connection import StateCollector, StateConnection
-from polyvox.state.shared import SharedState
+from polyvox.startup import StartupError
+
+if TYPE_CHECKING:
+    from polyvox.state.shared import SharedState
+
+REDIS_MISSING = (
+    "state_url is set, but the redis package is not installed: pip install 'polyvox[redis]' "
+    "(or unset state_url)"
+)
 
 GUARDED_PREFIXES = ("/v1/audio/voices", "/v1/voices", "/v1/audio/voice_consents", "/admin/lexicon")
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -29,6 +40,13 @@ def install(app: FastAPI) -> None:
     app.state.shared = None
     if not settings.state_url:
         return
+    try:
+        from polyvox.state.connection import StateCollector, StateConnection
+        from polyvox.state.shared import SharedState
+    except ModuleNotFoundError as exc:
+        if exc.name != "redis":
+            raise
+        raise StartupError(REDIS_MISSING) from None
     shared = SharedState(StateConnection(settings.state_url), settings.state_sync_interval_s)
     app.state.shared = shared
     app.state.metrics.registry.register(StateCollector(shared.connection))
