@@ -123,7 +123,10 @@ class BackendInfo:
     strings by nature, part of the audio cache's key; numbers and capabilities have typed fields.
 
     `reference_rate` is the rate the engine takes a `ReferenceAudio` at (VoxCPM2: its AudioVAE's input
-    rate), so voice clips are decoded straight to it; None for an engine that cannot clone."""
+    rate), so voice clips are decoded straight to it; None for an engine that cannot clone.
+
+    `voice_descriptions` says how the engine's own voices differ (the embedded voice's delivery styles);
+    a voice it does not describe is described by its builtin design, if any."""
 
     name: str
     model_id: str
@@ -133,6 +136,7 @@ class BackendInfo:
     voices: tuple[str, ...] = OPENAI_VOICES
     languages: tuple[str, ...] = ("en",)
     extra: dict[str, str] = field(default_factory=dict)
+    voice_descriptions: dict[str, str] = field(default_factory=dict)
 
 
 class AudioStream(Protocol):

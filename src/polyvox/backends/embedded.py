@@ -50,19 +50,32 @@ MODEL_ID = "polyvox-embedded"
 
 @dataclass(frozen=True)
 class VoiceStyle:
+    name: str  # the delivery, as the voice list describes it
+    sound: str
     noise_scale: float
     noise_w_scale: float
 
 
-_CALM = VoiceStyle(0.5, 0.6)
-_DEFAULT = VoiceStyle(0.667, 0.8)
-_LIVELY = VoiceStyle(0.8, 0.9)
+_CALM = VoiceStyle("calm", "steadier pitch and rhythm", 0.5, 0.6)
+_DEFAULT = VoiceStyle("default", "the voice's own variation", 0.667, 0.8)
+_LIVELY = VoiceStyle("lively", "more varied pitch and rhythm", 0.8, 0.9)
 VOICE_STYLES: dict[str, VoiceStyle] = {
     **dict.fromkeys(("onyx", "echo", "sage", "cedar", "ash"), _CALM),
     **dict.fromkeys(("alloy", "fable", "verse", "marin"), _DEFAULT),
     **dict.fromkeys(("nova", "shimmer", "coral", "ballad"), _LIVELY),
 }
 assert set(VOICE_STYLES) == set(OPENAI_VOICES)
+
+
+def describe_voice(voice: str) -> str:
+    """What the voice list says of `voice`: its delivery, and which names share it (one speaker)."""
+    style = VOICE_STYLES[voice]
+    same = sorted(other for other, its in VOICE_STYLES.items() if its is style and other != voice)
+    shared = ", ".join(same[:-1]) + f" and {same[-1]}"
+    noise = f"piper noise {style.noise_scale}/{style.noise_w_scale}"
+    delivery = f"{style.name.capitalize()} delivery: {style.sound} ({noise})"
+    return f"{delivery}. Same speaker and delivery as {shared}."
+
 
 # (length_scale, duration of speech relative to length_scale 1), averaged over eight English
 # sentences for this voice (piper rounds each phoneme up to whole frames, so the curve flattens
@@ -111,6 +124,7 @@ class EmbeddedBackend(Backend):
                 "voice": VOICE_NAME,
                 "voice_sha256": VOICE_SHA256,
             },
+            voice_descriptions={voice: describe_voice(voice) for voice in VOICE_STYLES},
         )
 
     @classmethod

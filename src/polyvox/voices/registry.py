@@ -176,8 +176,11 @@ class VoiceRegistry:
                 created=entry.created,
             )
         if name in self.builtin_names():
+            # The engine's own word on its voice first (the embedded voice's delivery), else the design.
+            described = backend.info.voice_descriptions.get(name) if backend is not None else None
             design = self.builtins.get(name)
-            return VoiceDetail.of(name, "builtin", description=design.description if design else None)
+            designed = design.description if design else None
+            return VoiceDetail.of(name, "builtin", description=described or designed)
         adapter = backend.adapters().get(name) if backend is not None else None
         if adapter is not None:
             return VoiceDetail.of(name, "adapter", description=f"LoRA adapter, rank {adapter.rank}")
