@@ -60,9 +60,10 @@ def serve_flags(tmp: Path, *flags: str) -> tuple[str, ...]:
     return ("--voices-dir", str(tmp / "voices"), "--log-level", "warning", *flags)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def embedded_server(tmp_path_factory) -> Iterator[str]:
-    """`polyvox serve` with the embedded voice (audio cache off)."""
+    """`polyvox serve` with the embedded voice (audio cache off), shared by the modules that use it: it
+    stores nothing (the embedded voice cannot clone)."""
     pytest.importorskip("polyvox.backends.embedded")
     tmp = tmp_path_factory.mktemp("embedded")
     with polyvox_serve(*serve_flags(tmp, "--no-cache-enabled")) as (_, url):

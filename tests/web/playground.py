@@ -76,3 +76,33 @@ def screenshot_tabs(page, directory: Path, prefix: str) -> list[Path]:
         shots.append(path)
     page.click("#tab-speak")
     return shots
+
+
+# For each visible select: its width, and the width Chromium gives the same select left to size itself
+# (an auto-width select is as wide as its longest option, arrow included). Narrower cuts an option short.
+SELECT_WIDTHS = """() => [...document.querySelectorAll("select")]
+  .filter((select) => select.offsetParent !== null)
+  .map((select) => {
+    const free = select.cloneNode(true);
+    free.removeAttribute("id");
+    free.style.cssText = "position: absolute; visibility: hidden; width: auto; min-width: 0; max-width: none";
+    select.parentElement.append(free);
+    const needed = free.getBoundingClientRect().width;
+    free.remove();
+    return { id: select.id, width: select.getBoundingClientRect().width, needed };
+  })"""
+
+
+def cut_short_selects(page) -> list[dict]:
+    """The visible selects too narrow for their longest option: [{id, width, needed}]."""
+    return [s for s in page.evaluate(SELECT_WIDTHS) if s["width"] < s["needed"] - 0.5]
+
+
+def right_edges(page) -> tuple[float, float]:
+    """The right edge of the header's content (the API-key form) and of the tab panel shown."""
+    return page.evaluate(
+        """() => [
+          document.getElementById("key-form").getBoundingClientRect().right,
+          document.querySelector('[role="tabpanel"]:not([hidden])').getBoundingClientRect().right,
+        ]"""
+    )

@@ -1,6 +1,7 @@
-"""The playground against `polyvox serve` with API keys on (embedded voice), in headless Chromium: the
-page loads without a key and says one is needed, works with the key (HTTP and WebSocket, the key in
-session storage only and never in a URL), and changing voices needs the admin key."""
+"""The playground against `polyvox serve` with API keys on, in headless Chromium: the page loads without
+a key and says one is needed, works with the key (HTTP and WebSocket, the key in session storage only
+and never in a URL) on the embedded voice, and changing voices needs the admin key (on VoxCPM2, which
+can store a voice)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,22 @@ USER_KEY = "user/key+1="  # characters a WebSocket subprotocol cannot carry as t
 ADMIN_KEY = "admin-key-2"
 
 
+KEYS = ("--api-keys", USER_KEY, "--admin-api-keys", ADMIN_KEY)
+
+
 @pytest.fixture(scope="module")
 def keyed_server(tmp_path_factory) -> Iterator[str]:
     pytest.importorskip("polyvox.backends.embedded")
     tmp = tmp_path_factory.mktemp("keys")
-    flags = serve_flags(tmp, "--no-cache-enabled", "--api-keys", USER_KEY, "--admin-api-keys", ADMIN_KEY)
+    with polyvox_serve(*serve_flags(tmp, "--no-cache-enabled", *KEYS)) as (_, url):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def keyed_voxcpm2_server(tmp_path_factory) -> Iterator[str]:
+    """A tiny random VoxCPM2 with keys: an engine that clones, so a voice can be uploaded."""
+    tmp = tmp_path_factory.mktemp("keys-voxcpm2")
+    flags = serve_flags(tmp, "--random-weights", "tiny", "--device", "cpu", "--no-cache-enabled", *KEYS)
     with polyvox_serve(*flags) as (_, url):
         yield url
 
@@ -80,8 +92,8 @@ def test_a_websocket_config_carries_the_controls(page, keyed_server):
     assert text == {"type": "text", "text": "Configured."} and end == {"type": "end"}
 
 
-def test_changing_voices_needs_the_admin_key(page, keyed_server):
-    open_playground(page, keyed_server, key=USER_KEY)
+def test_changing_voices_needs_the_admin_key(page, keyed_voxcpm2_server):
+    open_playground(page, keyed_voxcpm2_server, key=USER_KEY)
     page.click("#tab-voices")
     page.fill("#upload-name", "keyed_voice")
     page.set_input_files(

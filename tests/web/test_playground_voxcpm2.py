@@ -1,7 +1,7 @@
 """The playground against `polyvox serve --random-weights tiny --device cpu` (VoxCPM2) in headless
-Chromium: the VoxCPM2 controls reach the request, the download comes from the audio cache, a clip
-uploaded (or recorded) in the Clone tab becomes a voice that speaks and is renamed in the Voices tab,
-and a bad clip shows the API's own error."""
+Chromium: the VoxCPM2 controls reach the request, the download comes from the audio cache, Clone and
+Upload are open, a clip uploaded (or recorded) in the Clone tab becomes a voice that speaks and is
+renamed in the Voices tab, and a bad clip shows the API's own error."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from helpers.audio import decode
 from helpers.clips import wav_bytes
 from voices.clips import voice_like
 from web.playground import (
+    cut_short_selects,
     heard,
     is_speech_post,
     open_playground,
+    right_edges,
     screenshot_tabs,
     seconds,
     speak,
@@ -67,6 +69,26 @@ def test_voxcpm2_controls_reach_the_request_and_the_download_is_a_cache_hit(page
     samples, rate = decode(download.value.path().read_bytes())
     assert samples.size / rate == pytest.approx(shown, abs=0.08)  # the same audio (mp3 pads a little)
     screenshot_tabs(page, artifacts, "voxcpm2")
+
+
+def test_clone_and_upload_are_open_and_no_select_cuts_the_model_id_short(page, voxcpm2_server):
+    open_playground(page, voxcpm2_server)
+    model = httpx.get(f"{voxcpm2_server}/v1/models").json()["data"][0]["id"]
+    assert page.input_value("#speak-model") == model  # voxcpm2-random-tiny: longer than most choices
+    for width, height in ((1280, 900), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        assert cut_short_selects(page) == [], f"at {width} px"
+        header, panel = right_edges(page)
+        assert panel == pytest.approx(header, abs=3), f"at {width} px"
+
+    page.click("#tab-clone")
+    assert page.is_hidden("#clone-note")
+    for control in ("#clone-file", "#clone-record", "#clone-consent", "#clone-speak", "#clone-save"):
+        assert page.is_enabled(control), control
+    page.click("#tab-voices")
+    assert page.is_hidden("#upload-note")
+    for control in ("#upload-name", "#upload-file", "#upload-button", "#design-button"):
+        assert page.is_enabled(control), control
 
 
 def test_a_clip_saved_as_a_voice_appears_in_the_picker_speaks_and_is_renamed(page, voxcpm2_server):

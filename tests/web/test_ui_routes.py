@@ -54,3 +54,21 @@ def test_websocket_takes_the_key_as_a_subprotocol_and_never_echoes_it(serve):
     with pytest.raises(InvalidStatus) as refused:
         connect(url, subprotocols=["polyvox", key_subprotocol("wrong")])
     assert refused.value.response.status_code == 401
+
+
+def test_ui_voices_gives_every_voices_details_in_one_answer_and_only_with_a_key(serve):
+    url = serve(api_keys=[KEY], public_model_list=True)
+    listed = httpx.get(url + "/v1/audio/voices")  # the open list names voices, nothing more
+    assert listed.status_code == 200
+    assert all(set(voice) == {"id", "name"} for voice in listed.json()["voices"])
+    refused = httpx.get(url + "/ui/voices")
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "invalid_api_key"
+
+    auth = {"Authorization": f"Bearer {KEY}"}
+    answer = httpx.get(url + "/ui/voices", headers=auth).json()
+    assert [voice["id"] for voice in answer["data"]] == [voice["id"] for voice in listed.json()["voices"]]
+    one_by_one = [
+        httpx.get(f"{url}/v1/audio/voices/{voice['id']}", headers=auth).json() for voice in answer["data"]
+    ]
+    assert answer["data"] == one_by_one
+    assert answer["default"] == "alloy"

@@ -1,12 +1,16 @@
-"""The web playground: the page at `/` and `/ui`, its static assets under `/ui/assets/`, and
-`GET /ui/config`, what the page needs to know about this server that no OpenAI route says.
+"""The web playground: the page at `/` and `/ui`, its static assets under `/ui/assets/`, and what the
+page needs to know about this server that no OpenAI route says: `GET /ui/config` (limits and what the
+engine can do) and `GET /ui/voices` (every voice with its details, in one answer).
 
 The page and its assets are static and open (`auth.OPEN_PATHS`, `auth.OPEN_PREFIXES`); every API call
-the page makes carries the key its user enters, so `/ui/config` needs a key like any API route."""
+the page makes carries the key its user enters, so `/ui/config` and `/ui/voices` need a key like any
+API route. The voice lists (`GET /v1/audio/voices`, `/v1/voices`) stay names only: `public_model_list`
+opens them without a key, and a voice's details (its transcript) are not for everyone."""
 
 from __future__ import annotations
 
 from importlib.resources import files
+from typing import Literal
 
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.responses import HTMLResponse
@@ -14,7 +18,11 @@ from pydantic import BaseModel, Field
 from starlette.staticfiles import StaticFiles
 
 from polyvox.server.deps import get_service
+from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.synthesis import SpeechService
+from polyvox.server.voice_routes.voices import get_fresh_registry
+from polyvox.voices.detail import VoiceDetail
+from polyvox.voices.registry import VoiceRegistry
 
 router = APIRouter(tags=["playground"])
 
@@ -41,6 +49,14 @@ class PlaygroundConfig(BaseModel):
     instructions_mode: str = Field(description="What `instructions` do: design, or ignore.")
     instructions_mode_by_voice: dict[str, str] = Field(description="Per-voice exceptions to it.")
     default_sample_rate: int | str = Field(description="Rate of formats other than pcm when none is asked.")
+
+
+class PlaygroundVoices(BaseModel):
+    """Every voice as `GET /v1/audio/voices/{id}` shows it, and the voice a request without one gets."""
+
+    object: Literal["list"] = "list"
+    data: list[VoiceDetail]
+    default: str
 
 
 def _page() -> HTMLResponse:
@@ -77,6 +93,14 @@ async def playground_config(service: SpeechService = Depends(get_service)) -> Pl
         instructions_mode_by_voice=dict(settings.instructions_mode_by_voice),
         default_sample_rate=settings.default_sample_rate,
     )
+
+
+@router.get("/ui/voices", response_model=PlaygroundVoices)
+async def playground_voices(
+    service: SpeechService = Depends(get_service), registry: VoiceRegistry = Depends(get_fresh_registry)
+) -> PlaygroundVoices:
+    default = SpeechRequest.model_fields["voice"].default
+    return PlaygroundVoices(data=registry.infos(service.backend), default=default)
 
 
 def install(app: FastAPI) -> None:

@@ -1,6 +1,6 @@
 // What the server offers, loaded once per key and shared by the tabs: its playground config
-// (GET /ui/config), models (GET /v1/models) and voices (GET /v1/voices, each voice's details from
-// GET /v1/audio/voices/{id}). Tabs listen for "config" and "voices" events on `catalogEvents`.
+// (GET /ui/config), models (GET /v1/models) and voices with their details (GET /ui/voices, one call for
+// every voice). Tabs listen for "config" and "voices" events on `catalogEvents`.
 
 import { getJSON } from "./api.js";
 
@@ -15,14 +15,10 @@ export async function loadConfig() {
   catalogEvents.dispatchEvent(new Event("config"));
 }
 
-/** Every voice with its details (description, transcript, duration); a detail that fails to load
- * leaves the voice listed with what /v1/voices said. */
+/** Every voice with its details (description, transcript, clip length), in one request. */
 export async function loadVoices() {
-  const listing = await getJSON("v1/voices");
-  const details = await Promise.all(
-    listing.data.map((voice) => getJSON(`v1/audio/voices/${encodeURIComponent(voice.id)}`).catch(() => null)),
-  );
-  catalog.voices = listing.data.map((voice, i) => ({ ...voice, ...(details[i] || {}), id: voice.id }));
+  const listing = await getJSON("ui/voices");
+  catalog.voices = listing.data;
   catalog.defaultVoice = listing.default;
   catalogEvents.dispatchEvent(new Event("voices"));
 }
@@ -37,14 +33,28 @@ export function savedVoiceId(created, name) {
   return listed ? listed.id : created?.id || name;
 }
 
-/** What the page says about a voice: its description, transcript and clip length. The embedded
- * engine's builtin names are one speaker's delivery styles, whatever their VoxCPM2 designs say. */
+/** Whether the engine clones (speaks a clip's voice): Clone, Upload and voice design need it. */
+export function canClone() {
+  return Boolean(catalog.config?.can_clone);
+}
+
+/** Disable `fieldsets` when this engine cannot clone (it would refuse every clip), and say why in
+ * `note`. */
+export function needCloning(fieldsets, note) {
+  const reason = canClone()
+    ? ""
+    : `The ${catalog.config.engine} engine cannot clone a voice from a clip: serve VoxCPM2 to clone or upload one.`;
+  for (const fieldset of fieldsets) fieldset.disabled = Boolean(reason);
+  note.textContent = reason;
+  note.hidden = !reason;
+}
+
+/** What the page says about a voice: the server's description (a builtin voice's design, or the
+ * embedded voice's delivery), the prompt it was designed from, its transcript and clip length. */
 export function aboutVoice(voice) {
-  if (voice.source === "builtin" && catalog.config && !catalog.config.can_clone) {
-    return "The embedded voice: one speaker; the name picks its delivery.";
-  }
   const parts = [];
   if (voice.description) parts.push(voice.description);
+  if (voice.prompt) parts.push(`designed from “${voice.prompt}”`);
   if (voice.transcript) parts.push(`“${voice.transcript}”`);
   if (voice.duration_s) parts.push(`${voice.duration_s.toFixed(1)} s clip`);
   return parts.join(" · ");

@@ -4,7 +4,7 @@
 // the API, whose messages (too short, silent, not audio) are shown as they come.
 
 import { showError } from "./api.js";
-import { catalog, catalogEvents, loadVoices, savedVoiceId } from "./catalog.js";
+import { catalogEvents, loadVoices, needCloning, savedVoiceId } from "./catalog.js";
 import { generationSettings, summary } from "./speak.js";
 import { speakOverHttp } from "./speech.js";
 import { saveVoice } from "./voice-api.js";
@@ -25,9 +25,10 @@ export class CloneTab {
     $("clone-record-stop").addEventListener("click", () => this.recorder?.stop());
     $("clone-speak").addEventListener("click", () => this.speakOnce());
     $("clone-save").addEventListener("click", () => this.save());
-    catalogEvents.addEventListener("config", () => {
-      $("clone-note").hidden = catalog.config.can_clone;
-    });
+    // an engine that cannot clone refuses every clip: the tab is disabled and says why
+    catalogEvents.addEventListener("config", () =>
+      needCloning(document.querySelectorAll("#panel-clone fieldset"), $("clone-note")),
+    );
   }
 
   #useClip(blob, description) {

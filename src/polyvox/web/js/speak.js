@@ -3,15 +3,10 @@
 // `speechRequest()` is the request these controls describe; the Clone and Code tabs read it too.
 
 import { errorOf, authHeaders, showError } from "./api.js";
-import { aboutVoice, catalog, catalogEvents, voiceById, voiceLabel } from "./catalog.js";
+import { aboutVoice, canClone, catalog, catalogEvents, voiceById, voiceLabel } from "./catalog.js";
 import { speakOverHttp, speakOverWebSocket } from "./speech.js";
 
 const $ = (id) => document.getElementById(id);
-
-/** Whether the engine takes instructions, cfg_value and inference_timesteps (VoxCPM2: it clones). */
-export function designAvailable() {
-  return Boolean(catalog.config?.can_clone);
-}
 
 function characters(text) {
   return [...text].length; // code points, as the server counts them
@@ -28,7 +23,8 @@ export function generationSettings() {
   if (seed !== "") settings.seed = Number(seed);
   const normalize = $("speak-normalize").value;
   if (normalize) settings.normalize = normalize === "true";
-  if (designAvailable()) {
+  if (canClone()) {
+    // an engine that clones (VoxCPM2) is the one that takes cfg_value and inference_timesteps
     const cfg = $("speak-cfg").value.trim();
     if (cfg !== "") settings.cfg_value = Number(cfg);
     const steps = $("speak-timesteps").value.trim();
@@ -43,7 +39,7 @@ export function speechRequest() {
   const body = { model, input: $("speak-input").value, voice: $("speak-voice").value || "alloy" };
   if (model === undefined) delete body.model;
   const instructions = $("speak-instructions").value.trim();
-  if (designAvailable() && instructions) body.instructions = instructions;
+  if (canClone() && instructions) body.instructions = instructions;
   body.response_format = $("speak-format").value;
   return { ...body, ...settings };
 }

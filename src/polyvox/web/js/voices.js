@@ -3,7 +3,7 @@
 // design one from a description.
 
 import { showError } from "./api.js";
-import { aboutVoice, catalog, catalogEvents, loadVoices, savedVoiceId, voiceLabel } from "./catalog.js";
+import { aboutVoice, catalog, catalogEvents, loadVoices, needCloning, savedVoiceId, voiceLabel } from "./catalog.js";
 import { generationSettings, summary } from "./speak.js";
 import { speakOverHttp } from "./speech.js";
 import { deleteVoice, designVoice, renameVoice, saveVoice } from "./voice-api.js";
@@ -27,6 +27,7 @@ export class VoicesTab {
     $("upload-button").addEventListener("click", () => this.upload());
     $("design-button").addEventListener("click", () => this.design());
     catalogEvents.addEventListener("voices", () => this.#render());
+    catalogEvents.addEventListener("config", () => needCloning([$("upload-voice")], $("upload-note")));
   }
 
   #status(text) {
@@ -51,6 +52,7 @@ export class VoicesTab {
       name.scope = "row";
       name.textContent = voiceLabel(voice);
       const source = document.createElement("td");
+      source.className = "source";
       source.textContent = voice.source;
       const description = document.createElement("td");
       description.textContent = aboutVoice(voice);
