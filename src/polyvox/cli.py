@@ -11,15 +11,12 @@ import logging
 import os
 import sys
 import traceback
-import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
-
-from pydantic import ValidationError
 
 from polyvox import __version__
 from polyvox.cli_checkpoint import register as add_checkpoint
+from polyvox.cli_flags import SAY_SETTINGS, Parser, add_settings_flags, settings_from_args
 from polyvox.logs import setup_logging
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
@@ -29,74 +26,7 @@ log = logging.getLogger("polyvox")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-# --- settings as flags -----------------------------------------------------------------------------
-
-
-def _flag_type(annotation: Any) -> tuple[Callable[[str], Any], tuple[Any, ...] | None]:
-    """The argparse `type` and `choices` for a Settings field's annotation (Optional unwrapped)."""
-    if get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    if get_origin(annotation) in (Union, types.UnionType):
-        members = [arg for arg in get_args(annotation) if arg is not type(None)]
-        if len(members) > 1:
-            return str, None  # e.g. a number or "native": the Settings field validates the text
-        annotation = members[0]
-    if get_origin(annotation) in (list, dict):
-        return str, None  # one comma-separated value; the Settings validator splits it
-    if get_origin(annotation) is Literal:
-        choices = get_args(annotation)
-        return type(choices[0]), choices
-    return annotation, None
-
-
-def add_settings_flags(parser: argparse.ArgumentParser) -> None:
-    """One `--flag` per Settings field (e.g. `--max-num-seqs`), plus `--config FILE`."""
-    group = parser.add_argument_group("settings (also POLYVOX_* environment variables)")
-    group.add_argument(
-        "--config", metavar="FILE", help="TOML or JSON settings file (same as POLYVOX_CONFIG)."
-    )
-    group.add_argument(
-        "--debug",
-        action="store_true",
-        help="Log at debug level, and show the Python traceback of a failure to start.",
-    )
-    for name, field in Settings.model_fields.items():
-        flag = "--" + name.replace("_", "-")
-        kind, choices = _flag_type(field.annotation)
-        help_text = f"{field.description} (default: {field.get_default(call_default_factory=True)})"
-        if kind is bool:
-            action = argparse.BooleanOptionalAction
-            group.add_argument(flag, dest=name, action=action, default=argparse.SUPPRESS, help=help_text)
-        elif isinstance(field.json_schema_extra, dict) and field.json_schema_extra.get("repeatable"):
-            group.add_argument(
-                flag, dest=name, action="append", default=argparse.SUPPRESS, metavar="VALUE", help=help_text
-            )
-        else:
-            metavar = name.upper() if choices is None else None
-            group.add_argument(
-                flag,
-                dest=name,
-                type=kind,
-                choices=choices,
-                default=argparse.SUPPRESS,
-                metavar=metavar,
-                help=help_text,
-            )
-
-
-def settings_from_args(args: argparse.Namespace) -> Settings:
-    """Settings from flags over environment over config file over defaults."""
-    if getattr(args, "config", None):
-        os.environ["POLYVOX_CONFIG"] = str(args.config)
-    overrides = {name: getattr(args, name) for name in Settings.model_fields if hasattr(args, name)}
-    if getattr(args, "debug", False):
-        overrides.setdefault("log_level", "debug")
-    try:
-        return Settings(**overrides)
-    except ValidationError as exc:
-        from polyvox.settings_errors import invalid_settings
-
-        raise invalid_settings(exc, flags=overrides) from exc
+# --- start-up failures ---------------------------------------------------------------------------
 
 
 def _debug(args: argparse.Namespace) -> bool:
@@ -190,7 +120,7 @@ def add_say(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seed", type=int, default=None, help="Sampling noise seed (default: random).")
     # --lora (a settings flag) speaks with the adapter; say also takes a bare DIR, named after it
-    add_settings_flags(parser)
+    add_settings_flags(parser, SAY_SETTINGS)
     parser.set_defaults(func=run_say)
 
 
@@ -389,9 +319,7 @@ SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="polyvox", description="Self-hosted, OpenAI-compatible text-to-speech."
-    )
+    parser = Parser(prog="polyvox", description="Self-hosted, OpenAI-compatible text-to-speech.")
     parser.add_argument("--version", action="version", version=f"polyvox {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in SUBCOMMANDS.values():

@@ -1,11 +1,14 @@
 """Reading the settings file named by `--config` / `POLYVOX_CONFIG`: TOML, or JSON when its name ends in
-`.json`. A file that cannot be read or parsed raises `ConfigFileError`, naming the file and the line."""
+`.json`. A file that cannot be read or parsed, or that sets a name that is no setting, raises
+`ConfigFileError`, naming the file and the line."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +54,27 @@ def read_config_file(path: Path) -> dict[str, Any]:
             'write it as {"setting": value, ...}'
         )
     return data
+
+
+def check_names(path: Path, data: dict[str, object], settings: Collection[str]) -> None:
+    """ConfigFileError with a line for each key of `data` that is not one of `settings` (a misspelt
+    setting would otherwise be ignored without a word), naming its line and the closest setting."""
+    lines = []
+    for key in (key for key in data if key not in settings):
+        line = line_of(path, key)
+        where = f", line {line}" if line is not None else ""
+        lines.append(f"config file {path}{where}: {key!r} is not a setting; {_closest(key, settings)}")
+    if lines:
+        raise ConfigFileError("\n".join(lines))
+
+
+def _closest(key: str, settings: Collection[str]) -> str:
+    """What to write instead: the setting `key` most likely meant, or where the settings are listed."""
+    name = key.lower().replace("-", "_").removeprefix("polyvox_")  # an environment variable's or flag's form
+    matches = [name] if name in settings else difflib.get_close_matches(name, list(settings), n=1)
+    if matches:
+        return f"did you mean {matches[0]!r}?"
+    return "remove it (`polyvox serve --help` and README's configuration table list every setting)"
 
 
 def _syntax_error(

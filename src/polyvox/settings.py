@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
-from polyvox.config_file import read_config_file
+from polyvox.config_file import check_names, read_config_file
 from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN
 from polyvox.settings_uttera import UtteraCacheTTLSource
 
@@ -39,7 +39,8 @@ class ConfigFileSource(PydanticBaseSettingsSource):
         if not path:
             return {}
         data = read_config_file(Path(path))  # ConfigFileError names the file and the line
-        return {k: v for k, v in data.items() if k in self.settings_cls.model_fields}
+        check_names(Path(path), data, self.settings_cls.model_fields)
+        return data
 
 
 class Settings(BaseSettings):
@@ -383,8 +384,13 @@ class Settings(BaseSettings):
             text = value.strip()
             if text.startswith("{"):
                 return json.loads(text)
-            pairs = (pair.partition("=") for pair in text.split(",") if pair.strip())
-            return {name.strip(): mode.strip() for name, _, mode in pairs}
+            modes = {}
+            for pair in (pair.strip() for pair in text.split(",") if pair.strip()):
+                name, sep, mode = pair.partition("=")
+                if not sep or not name.strip():
+                    raise ValueError(f"{pair!r} is not VOICE=MODE (e.g. narrator=ignore)")
+                modes[name.strip()] = mode.strip()
+            return modes
         return value
 
     @classmethod

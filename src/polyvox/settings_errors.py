@@ -8,6 +8,7 @@ import contextlib
 import os
 from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import get_origin
 
 from pydantic import AliasChoices, ValidationError
 
@@ -28,13 +29,23 @@ def invalid_settings(error: ValidationError, flags: Collection[str] = ()) -> Inv
     lines = []
     for problem in error.errors():
         name = field_name(str(problem["loc"][0])) if problem["loc"] else "settings"
-        shown = "" if any(word in name for word in _SECRET_WORDS) else f" = {problem['input']!r}"
+        entry = _entry(name, problem["loc"])
+        shown = "" if any(word in name for word in _SECRET_WORDS) else f"{entry} = {problem['input']!r}"
         lines.append(f"  {name}{shown} (from {source_of(name, flags)}): {problem['msg']}")
     return InvalidSettings(
         "invalid settings:\n"
         + "\n".join(lines)
         + "\nsee `polyvox serve --help` or the configuration table in README.md for the values each takes"
     )
+
+
+def _entry(name: str, location: tuple[int | str, ...]) -> str:
+    """`['narrator']` for an entry of a mapping setting (instructions_mode_by_voice, lora) that is wrong;
+    otherwise nothing (pydantic's other locations name its own validators, not the user's values)."""
+    field = Settings.model_fields.get(name)
+    if field is None or get_origin(field.annotation) is not dict or len(location) < 2:
+        return ""
+    return f"[{location[1]!r}]"
 
 
 def field_name(location: str) -> str:

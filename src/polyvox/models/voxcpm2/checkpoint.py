@@ -22,6 +22,9 @@ VAE_PREFIX = "audio_vae."
 _SHOWN = 20
 _LAYOUT = "config.json, tokenizer.json, model.safetensors and audiovae.pth (or .safetensors)"
 REFETCH_HINT = "download the checkpoint again (hf download openbmb/VoxCPM2 --local-dir DIR)"
+# How long the Hub may take to answer the one probe made before a download: huggingface_hub retries a
+# Hub it cannot reach for ~25 s; this says at once that it cannot be reached.
+HUB_PROBE_TIMEOUT_S = 5.0
 
 
 class CheckpointError(StartupError):
@@ -118,11 +121,32 @@ def _hub_errors(repo: str) -> Iterator[None]:
         ) from exc
 
 
+def _require_hub(repo: str) -> None:
+    """CheckpointError at once when the Hugging Face Hub cannot be reached (no network, DNS, a firewall),
+    saying how to run offline; any answer at all (even 404 or 401) leaves the download to say more.
+    Skipped under HF_HUB_OFFLINE, where huggingface_hub itself asks nothing of the network."""
+    import httpx
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return
+    try:
+        httpx.head(f"{constants.ENDPOINT}/api/models/{repo}", timeout=HUB_PROBE_TIMEOUT_S)
+    except httpx.TransportError as exc:
+        raise CheckpointError(
+            f"checkpoint {repo!r} is not a local directory, nor in the local Hugging Face cache, and the "
+            f"Hugging Face Hub ({constants.ENDPOINT}) cannot be reached ({type(exc).__name__}: {exc}); "
+            f"to run offline, download it where the Hub can be reached (`hf download {repo}`, into the "
+            "cache HF_HOME names) and set HF_HUB_OFFLINE=1, or pass --model a local directory"
+        ) from exc
+
+
 def fetch_config(repo: str) -> Path:
     """config.json of a repo id not downloaded yet (a small file): enough to check the settings before
     the whole checkpoint downloads."""
     from huggingface_hub import hf_hub_download
 
+    _require_hub(repo)
     with _hub_errors(repo):
         return Path(hf_hub_download(repo_id=repo, filename="config.json"))
 
@@ -131,6 +155,7 @@ def download_checkpoint(repo: str) -> Path:
     """The whole checkpoint of a repo id, with huggingface_hub's own progress bars on the terminal."""
     from huggingface_hub import snapshot_download
 
+    _require_hub(repo)
     with stage(f"download {repo}"), _hub_errors(repo):
         return Path(snapshot_download(repo_id=repo))
 

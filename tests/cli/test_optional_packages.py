@@ -1,0 +1,63 @@
+"""`polyvox serve` with only what `make serve` installs: the `redis` package (the `redis` extra, in the
+test extras too) is hidden from a real server process by a stand-in that fails to import as a missing
+package does, so a module-level `import redis` on the serving path fails here as it did on a fresh
+clone. `.ci/serve_smoke.sh` proves the same in an environment really built without the test extras."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import openai
+
+from helpers.audio import decode
+from helpers.serve_process import polyvox_serve
+
+MISSING = 'raise ModuleNotFoundError("No module named {name!r}", name={name!r})\n'
+
+
+def without(tmp_path: Path, *packages: str) -> dict[str, str]:
+    """Environment variables under which importing any of `packages` fails as if it were not installed."""
+    shadow = tmp_path / "without"
+    for name in packages:
+        (shadow / name).mkdir(parents=True)
+        (shadow / name / "__init__.py").write_text(MISSING.format(name=name))
+    path = os.pathsep.join(filter(None, [str(shadow), os.environ.get("PYTHONPATH")]))
+    return {"PYTHONPATH": path}
+
+
+def test_the_stand_in_hides_redis(tmp_path: Path) -> None:
+    env = {**os.environ, **without(tmp_path, "redis")}
+    result = subprocess.run([sys.executable, "-c", "import redis"], env=env, capture_output=True, text=True)
+    assert result.returncode == 1 and "No module named 'redis'" in result.stderr
+
+
+def test_serve_speaks_without_redis(tmp_path: Path) -> None:
+    env = without(tmp_path, "redis")
+    with polyvox_serve("--voices-dir", str(tmp_path / "voices"), env=env) as (_, url):
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+        speech = client.audio.speech.create(
+            model="tts-1", voice="alloy", input="No shared state today.", response_format="wav"
+        )
+    samples, rate = decode(speech.content)
+    assert samples.size / rate > 0.5 and abs(samples).max() > 0.01
+
+
+def test_state_url_without_redis_is_one_line_naming_the_extra(tmp_path: Path) -> None:
+    env = {**os.environ, **without(tmp_path, "redis")}
+    env.pop("POLYVOX_CONFIG", None)
+    flags = ["--state-url", "redis://127.0.0.1:9/0", "--voices-dir", str(tmp_path / "voices"), "--port", "0"]
+    result = subprocess.run(
+        [sys.executable, "-m", "polyvox.cli", "serve", *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    last = result.stderr.rstrip().splitlines()[-1]
+    assert last.startswith("polyvox serve: state_url is set, but the redis package is not installed")
+    assert "pip install 'polyvox[redis]'" in last
