@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from helpers.audio import decode
 from polyvox.cli import main
 
 TINY = ("--random-weights", "tiny", "--device", "cpu")
 
 
-def test_say_with_voxcpm2_writes_48_khz_by_default(tmp_path: Path) -> None:
+def test_say_with_voxcpm2_writes_48_khz_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     output = tmp_path / "out.wav"
-    server_setting = ("--default-sample-rate", "24000")  # the server's default; say keeps the native rate
-    assert main(["say", "Native quality, please.", "-o", str(output), *server_setting, *TINY]) == 0
+    # The server's setting (not a flag of say, but read from the environment as every setting is).
+    monkeypatch.setenv("POLYVOX_DEFAULT_SAMPLE_RATE", "24000")
+    assert main(["say", "Native quality, please.", "-o", str(output), *TINY]) == 0
     samples, rate = decode(output.read_bytes())
     assert rate == 48000
     assert samples.size > 0
