@@ -1,5 +1,6 @@
-"""Prometheus view of the voices layer, read at scrape time: voices by source, builtin voices frozen,
-and the engine's voice prompt encodes and prompt-cache hits (a clip is encoded once, then reused).
+"""Prometheus view of the voices layer, read at scrape time: voices by source, whether `voices.json`
+cannot be read now, builtin voices frozen, and the engine's voice prompt encodes and prompt-cache hits
+(a clip is encoded once, then reused).
 With several API processes on one port, the view of the process that answers the scrape, but for the
 freezes, which each process counts into the shared metric files (`BuiltinFreezer`)."""
 
@@ -27,6 +28,11 @@ class VoiceCollector(Collector):
         for source, count in sorted(Counter(info.source for info in self.registry.infos()).items()):
             voices.add_metric([source], count)
         yield voices
+        yield GaugeMetricFamily(
+            "polyvox_voices_registry_unreadable",
+            "1 while voices.json cannot be read (the voices read before keep serving; GET /ready says why).",
+            value=int(self.registry.problem is not None),
+        )
         if shared_metrics_dir() is None:  # else the shared files hold every process's count
             yield CounterMetricFamily(FREEZES, FREEZES_HELP, value=self.registry.freezes)
         prompts = self.backend.prompt_cache_stats()

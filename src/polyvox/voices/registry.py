@@ -24,6 +24,7 @@ from polyvox.audio.errors import AudioDecodeError
 from polyvox.backends.base import OPENAI_VOICES, Backend, BackendInfo, ReferenceAudio
 from polyvox.file_stamp import FileStamp, file_stamp
 from polyvox.settings import Settings
+from polyvox.startup import StartupError
 from polyvox.voices.builtin import BUILTIN_DIR, BuiltinFreezer, default_script, load_builtin_voices
 from polyvox.voices.clips import ClipLimits, clip_rate, content_hash, load_clip
 from polyvox.voices.consents import ConsentStore
@@ -81,6 +82,28 @@ class ReloadReport:
     problems: list[str] = field(default_factory=list)
 
 
+def open_voices_dir(root: Path, default: bool) -> VoiceStore:
+    """The voices directory `root` (the `voices_dir` setting, or its `default`), checked at start: made
+    if need be, readable and writable, its `voices.json` readable and well-formed. StartupError naming
+    the directory or the file and what is wrong, otherwise."""
+    setting = f"voices_dir (default {root})" if default else f"voices_dir = {root}"
+    try:
+        store = VoiceStore(root)
+    except OSError as exc:
+        reason = "not a directory" if root.exists() and not root.is_dir() else exc.strerror or str(exc)
+        raise StartupError(
+            f"{setting}: {reason}; the voices directory must be readable and writable by this user: "
+            "fix it, or point voices_dir elsewhere"
+        ) from exc
+    try:
+        store.read()
+    except VoiceStorageUnavailable as exc:
+        raise StartupError(
+            f"{setting}: {exc.message}; fix the file (or restore it from a backup) and start again"
+        ) from exc
+    return store
+
+
 def voice_id_for(name: str) -> tuple[str, str | None]:
     """The id a new voice called `name` gets, and its label (None: the id is the name)."""
     if isinstance(name, str) and NAME_PATTERN.fullmatch(name):
@@ -113,22 +136,19 @@ class VoiceRegistry:
         self.design_script = design_script
         self._voices: dict[str, StoredVoice] = {}
         self._seen: FileStamp = None  # voices.json as this registry last read or wrote it
+        # voices.json as it last failed to be read, and why (None: it reads cleanly)
+        self._broken: tuple[FileStamp, str] | None = None
         self._lock = threading.Lock()  # taken after the directory's lock, never before it
 
     @classmethod
     def from_settings(cls, settings: Settings, backend: BackendInfo) -> VoiceRegistry:
-        """The registry `settings` describe, decoding clips for the engine `backend` describes."""
-        root = settings.voices_dir or default_voices_dir()
-        try:
-            store: VoiceStore | None = VoiceStore(root)
-        except OSError as exc:
-            log.warning("voices directory %s is not writable (%s): voices cannot be stored", root, exc)
-            store = None
-        patches = settings.voice_freeze_max_patches
-        if store is not None:
-            freezer = BuiltinFreezer(store.root / BUILTIN_DIR, patches, store.locked)
-        else:
-            freezer = BuiltinFreezer(None, patches)
+        """The registry `settings` describe, decoding clips for the engine `backend` describes.
+
+        StartupError when the voices directory cannot be used (made, read and written) or its
+        `voices.json` cannot be read: a server that started without them would serve builtin voices
+        only, and the registered ones would just be missing."""
+        store = open_voices_dir(settings.voices_dir or default_voices_dir(), settings.voices_dir is None)
+        freezer = BuiltinFreezer(store.root / BUILTIN_DIR, settings.voice_freeze_max_patches, store.locked)
         return cls(
             store,
             load_builtin_voices(settings.builtin_voices_file),
@@ -139,6 +159,13 @@ class VoiceRegistry:
         )
 
     # ------------------------------------------------------------------ reading
+
+    @property
+    def problem(self) -> str | None:
+        """Why `voices.json` cannot be read now, while the voices loaded before keep serving; None when
+        it reads cleanly."""
+        broken = self._broken
+        return broken[1] if broken is not None else None
 
     def builtin_names(self) -> list[str]:
         return list(dict.fromkeys((*OPENAI_VOICES, *self.builtins)))
@@ -251,7 +278,8 @@ class VoiceRegistry:
         is reused); voices that fail are skipped and reported, as is a lost `voices.json` or
         `consents.json`.
 
-        A registry file that cannot be parsed raises VoiceStorageUnavailable and changes nothing."""
+        A registry file that cannot be read or parsed raises VoiceStorageUnavailable and changes
+        nothing but `problem`."""
         if self.store is None:
             return ReloadReport()
         with self._lock:
@@ -260,25 +288,35 @@ class VoiceRegistry:
     def refresh(self) -> bool:
         """Reload when `voices.json` changed since this registry last read or wrote it (another server
         sharing the directory changed it); True when it reloaded. One stat when nothing changed; a file
-        that cannot be parsed is logged once and left alone until it changes again."""
-        if self.store is None or file_stamp(self.store.registry_path) == self._seen:
+        that cannot be read is logged once (`problem` says why) and left alone until it changes again."""
+        if self.store is None or not self._changed(file_stamp(self.store.registry_path)):
             return False
         with self._lock:
-            if file_stamp(self.store.registry_path) == self._seen:
+            if not self._changed(file_stamp(self.store.registry_path)):
                 return False  # another thread reloaded it while this one waited
             try:
                 self._reload(self.store)
-            except VoiceStorageUnavailable as exc:
-                log.error("voices: %s; keeping the voices loaded before", exc)
+            except VoiceStorageUnavailable:
                 return False
         return True
+
+    def _changed(self, stamp: FileStamp) -> bool:
+        """Whether `voices.json` is neither as last read or written nor as it last failed to be read."""
+        return stamp != self._seen and (self._broken is None or stamp != self._broken[0])
 
     def _reload(self, store: VoiceStore) -> ReloadReport:
         report = ReloadReport()
         # taken before reading, so a later write shows next time; recorded once the voices are in place,
         # so a `refresh` racing this reload waits for it on the lock instead of finding nothing to do
         seen = file_stamp(store.registry_path)
-        entries, report.problems = store.read()
+        try:
+            entries, report.problems = store.read()
+        except VoiceStorageUnavailable as exc:
+            self._broke(seen, exc.message)
+            raise
+        if self._broken is not None:
+            log.info("voices: %s reads again; its voices are served", store.registry_path)
+            self._broken = None
         decoded = {_clip_key(v.entry, v.reference.content_hash): v.reference for v in self._voices.values()}
         lost_consents = self.consents.lost_index() if self.consents is not None else None
         if lost_consents:
@@ -306,6 +344,17 @@ class VoiceRegistry:
         for problem in report.problems:
             log.warning("voices: %s", problem)
         return report
+
+    def _broke(self, stamp: FileStamp, message: str) -> None:
+        """Log once that `voices.json` (as `stamp` shows it) cannot be read: not again until it changes."""
+        if self._broken != (stamp, message):
+            log.error(
+                "voices: %s; serving the %d registered voice(s) read before until it is fixed "
+                "(GET /ready says so meanwhile)",
+                message,
+                len(self._voices),
+            )
+        self._broken = (stamp, message)
 
     def _reference(self, data: bytes, entry: VoiceEntry) -> ReferenceAudio:
         """A stored clip as a reference: a designed voice's clip is generated audio (no upload checks)."""

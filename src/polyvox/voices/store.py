@@ -101,7 +101,8 @@ def default_voices_dir() -> Path:
 
 
 class VoiceStore:
-    """The directory `root`; `read()` parses the registry, `put`/`relabel`/`remove` change it atomically."""
+    """The directory `root`; `read()` parses the registry, `put`/`relabel`/`remove` change it atomically.
+    OSError when the directory cannot be made, written or listed."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -111,6 +112,7 @@ class VoiceStore:
         probe.write_bytes(b"")
         probe.unlink()
         self._lock = filelock.FileLock(self.root / LOCK_FILE, timeout=LOCK_TIMEOUT_S)
+        os.listdir(self.root)  # and readable: sweeping and the lost-registry check list it
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:

@@ -1,5 +1,6 @@
 """Liveness (`GET|HEAD /health`), readiness (`GET /ready`, 503 until the engine is warm, "degraded"
-while some of its data-parallel ranks are down) and Prometheus metrics (`GET /metrics`)."""
+while some of its data-parallel ranks are down or `voices.json` cannot be read) and Prometheus metrics
+(`GET /metrics`)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ async def health() -> dict[str, str]:
 async def ready(request: Request, backend: Backend = Depends(get_backend)) -> dict[str, Any]:
     """Ready to synthesise: the engine has started and warmed up, and the server is not draining. With
     data-parallel engine ranks: 200 "ready" when every rank is up, 200 "degraded" naming the ranks
-    down (restarting) when some are, 503 when none is."""
+    down (restarting) when some are, 503 when none is. 200 "degraded" with `voices_problem` while
+    `voices.json` cannot be read: the voices read before it broke keep serving, so the server stays in
+    service (a typo in a file several servers share must not take them all out), and says why here."""
     if request.app.state.lifecycle.draining:
         raise APIError(503, "the server is shutting down", code="shutting_down")
     if not backend.ready:
@@ -57,6 +60,8 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
     down = [rank for rank, state in enumerate(backend.engine_ranks()) if not state.up]
     if down:  # some data-parallel ranks are restarting; the others serve
         answer.update(status="degraded", ranks_down=down)
+    if (problem := request.app.state.voices.problem) is not None:
+        answer.update(status="degraded", voices_problem=problem)
     return answer
 
 

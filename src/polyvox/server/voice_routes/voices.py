@@ -77,8 +77,9 @@ def install_voice_errors(app: FastAPI) -> None:
 
 
 async def load_voices(app: FastAPI) -> None:
-    """At start: sweep what interrupted writes left, then load the registered voices; a broken
-    `voices.json` is logged, not fatal."""
+    """At start: sweep what interrupted writes left, then load the registered voices. `create_app` has
+    checked `voices.json` already; one broken since is logged once by the registry and named by
+    `/ready` (`VoiceRegistry.problem`)."""
     registry: VoiceRegistry = app.state.voices
     try:
         removed = await anyio.to_thread.run_sync(registry.sweep)
@@ -87,7 +88,8 @@ async def load_voices(app: FastAPI) -> None:
             log.info("voices: removed %d leftover(s) of interrupted writes: %s", len(removed), shown)
         report = await anyio.to_thread.run_sync(registry.reload)
     except VoiceError as exc:
-        log.error("registered voices not loaded: %s", exc)
+        if registry.problem is None:  # else the registry has logged it
+            log.error("registered voices not loaded: %s", exc)
         return
     if report.voices:
         log.info("registered voices: %s", ", ".join(report.voices))
