@@ -45,9 +45,8 @@ def add_serve(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from polyvox.server.app import create_app
+    from polyvox.server.connections import uvicorn_config
     from polyvox.server.lifecycle.draining import DrainingServer
     from polyvox.settings_errors import files_named_by
 
@@ -60,14 +59,7 @@ def run_serve(args: argparse.Namespace) -> int:
     info = app.state.backend.info
     log.info("serving %s (model %s) on http://%s:%d", info.name, info.model_id, settings.host, settings.port)
     _warn_if_open(settings, app.state.keyring.open)
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        log_config=log_config,  # uvicorn's lines in polyvox's format
-        timeout_graceful_shutdown=5,
-    )
+    config = uvicorn_config(app, settings, log_config, host=settings.host, port=settings.port)
     server = DrainingServer.serving(app, config)
     server.run()
     if server.failure is not None:

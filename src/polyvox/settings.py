@@ -151,6 +151,12 @@ class Settings(BaseSettings):
         26_214_400, ge=1024, description="Largest accepted request body (uploads included), in bytes."
     )
     request_timeout_s: float = Field(300.0, gt=0, description="Deadline for one request, in seconds.")
+    request_read_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds a client may take to send a request's headers, and then its whole body; past "
+        "either the server answers 408 and closes the connection (so a stalled client cannot hold one).",
+    )
     max_upload_bytes: int = Field(
         20_971_520, ge=1024, description="Largest accepted voice or clone reference upload, in bytes."
     )

@@ -18,6 +18,7 @@ from polyvox.server import catalog, ui
 from polyvox.server.admin import lexicon, lora
 from polyvox.server.auth import AuthMiddleware, KeyRing
 from polyvox.server.batching_metrics import BatchingStatsCollector
+from polyvox.server.body_deadline import BodyDeadlineMiddleware
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import health, shared_state
 from polyvox.server.lifecycle.draining import Lifecycle
@@ -129,8 +130,9 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     if settings.ui:
         ui.install(app)
     # Every path needs an API key when keys are configured (but auth.OPEN_PATHS), checked before routing;
-    # the metrics middleware, outside it, counts the refusals too.
+    # the metrics middleware, outside it and the body deadline, counts the refusals and the 408s too.
     shared_state.install(app)  # state_url: the audio cache in Redis, and the guard (inside auth)
     app.add_middleware(AuthMiddleware)
+    app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
     return app

@@ -1,6 +1,9 @@
 """Every error the server answers, in OpenAI's shape `{"error": {"message", "type", "param", "code"}}`.
 
-Backend exceptions, FastAPI validation errors and Starlette's HTTP errors are translated here, once.
+Backend exceptions, FastAPI validation errors and Starlette's HTTP errors are translated here, once;
+so is a client that leaves before its body is read (`ClientDisconnect`: status 499, nginx's "client
+closed request", one log line, never a server error) or that sends it too slowly (`BodyReadTimeout`:
+408, connection closed).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
+from starlette.responses import Response
 
 from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded
 
@@ -25,6 +30,8 @@ EXTENSION_FIELDS = frozenset(
 )
 
 _FASTAPI_BODY_ERROR = "There was an error parsing the body"
+
+CLIENT_CLOSED = 499  # nginx's "client closed request": nobody receives it, the metrics and logs do
 
 _STATUS_TYPES = {
     401: "authentication_error",
@@ -61,6 +68,22 @@ class DeadlineExceeded(Exception):
 
     def __init__(self, timeout_s: float):
         super().__init__(f"synthesis did not finish within the {timeout_s:g} s request deadline")
+
+
+class BodyReadTimeout(Exception):
+    """A request body still incomplete `timeout_s` after its headers arrived (408, connection closed);
+    raised by `server.body_deadline` from the `receive` it wraps."""
+
+    def __init__(self, timeout_s: float):
+        super().__init__(
+            f"request body not received within {timeout_s:g} s (request_read_timeout_s): connection closed"
+        )
+        self.timeout_s = timeout_s
+
+
+def body_timeout_error(exc: BodyReadTimeout) -> APIError:
+    """408 in OpenAI's shape, with `Connection: close`: the rest of the body is not waited for."""
+    return APIError(408, str(exc), code="request_timeout", headers={"Connection": "close"})
 
 
 def error_type(status_code: int) -> str:
@@ -131,7 +154,11 @@ def install_error_handlers(app: FastAPI) -> None:
         count(request, error)
         return error_response(error)
 
-    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
+        if isinstance(exc.__cause__, BodyReadTimeout):  # FastAPI wraps what reading a body raised in a 400
+            return await on_body_timeout(request, exc.__cause__)
+        if isinstance(exc.__cause__, ClientDisconnect):
+            return await on_disconnect(request, exc.__cause__)
         message = exc.detail if isinstance(exc.detail, str) else "request failed"
         if exc.status_code == 404 and exc.detail == "Not Found":
             message = f"no route {request.method} {request.url.path}"
@@ -153,6 +180,20 @@ def install_error_handlers(app: FastAPI) -> None:
         count(request, error)
         return error_response(error)
 
+    async def on_disconnect(request: Request, exc: ClientDisconnect) -> Response:
+        # The client left (or its proxy did; or the server, shutting down, stopped waiting for it):
+        # one line, no traceback, counted as 499 by the metrics middleware, not as an error answered.
+        log.info(
+            "connection closed before the whole request body arrived: %s %s", request.method, request.url.path
+        )
+        return Response(status_code=CLIENT_CLOSED)
+
+    async def on_body_timeout(request: Request, exc: BodyReadTimeout) -> JSONResponse:
+        log.info("%s %s: %s", request.method, request.url.path, exc)
+        error = body_timeout_error(exc)
+        count(request, error)
+        return error_response(error)
+
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s", request.url.path)
         error = APIError(500, "internal server error", code="internal_error")
@@ -166,4 +207,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(BackendInputError, on_backend_error)
     app.add_exception_handler(BackendError, on_backend_error)
     app.add_exception_handler(DeadlineExceeded, on_backend_error)
+    app.add_exception_handler(ClientDisconnect, on_disconnect)  # type: ignore[arg-type]
+    app.add_exception_handler(BodyReadTimeout, on_body_timeout)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, on_unexpected)

@@ -13,8 +13,6 @@ import sys
 import threading
 import time
 
-import uvicorn
-
 from polyvox.logs import setup_logging
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
@@ -33,6 +31,7 @@ def run(
     threading.Thread(target=_drain_when_orphaned, args=(launcher_pid,), daemon=True).start()
     from polyvox.backends.factory import build_backend
     from polyvox.server.app import create_app
+    from polyvox.server.connections import uvicorn_config
     from polyvox.server.lifecycle.draining import DrainingServer
     from polyvox.settings_errors import files_named_by
 
@@ -43,9 +42,7 @@ def run(
         log.error("API server %d cannot start: %s", index, exc)
         sys.exit(EXIT_START_FAILED)
     log.info("API server %d (pid %d) serving", index, os.getpid())
-    config = uvicorn.Config(
-        app, log_level=settings.log_level, log_config=log_config, timeout_graceful_shutdown=5
-    )
+    config = uvicorn_config(app, settings, log_config)
     # a service manager's SIGTERM and the launcher's may both arrive: the second must not cut the drain
     server = DrainingServer.serving(app, config, repeat_sigterm_stops=False)
     server.run(sockets=[listener])

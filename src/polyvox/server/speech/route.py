@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from polyvox.server.catalog import check_model
 from polyvox.server.deps import get_service
+from polyvox.server.errors import CLIENT_CLOSED
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.parsing import read_speech_request
 from polyvox.server.speech.streaming import SpeechStreamResponse, audio_stream, sse_stream
@@ -26,8 +27,6 @@ _SPEECH_BODY = {
         },
     }
 }
-
-CLIENT_CLOSED = 499  # nginx's "client closed request"; nobody receives it, the metrics do
 
 
 async def _first_piece(pieces) -> bytes:
