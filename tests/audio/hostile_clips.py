@@ -87,3 +87,14 @@ def multichannel_wav(seconds: float, rate: int, channels: int) -> bytes:
         b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
     )
     return b"RIFF" + struct.pack("<I", len(chunks)) + chunks
+
+
+def wav_claiming(samples: int, seconds: float, rate: int = 24000) -> bytes:
+    """A 16-bit mono WAV holding `seconds` of a tone whose header claims `samples` samples (its `data`
+    and RIFF sizes say so, capped at 2**32 - 2 bytes: 0xFFFFFFFF is the streaming convention)."""
+    t = np.arange(int(seconds * rate)) / rate
+    data = (3000 * np.sin(2 * np.pi * 220 * t)).astype("<i2").tobytes()
+    claimed = min(2 * samples, 2**32 - 2)
+    fmt = struct.pack("<HHIIHH", 1, 1, rate, rate * 2, 2, 16)
+    header = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", claimed)
+    return b"RIFF" + struct.pack("<I", min(len(header) + claimed, 2**32 - 2)) + header + data

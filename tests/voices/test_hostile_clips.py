@@ -2,7 +2,8 @@
 API, a multipart upload, JSON `ref_audio` from the `openai` SDK): a 2 MB FLAC of 53 hours is refused
 with 400 `audio_too_long`, its decoding stopped at the limit, while a normal request sent at the same
 moment is served; a clip with NaN or infinite samples is refused with 400 `invalid_audio` (before the
-embedded voice's 422 for cloning) and stored nowhere, while a finite clip clones on the tiny VoxCPM2."""
+embedded voice's 422 for cloning) and stored nowhere, while a finite clip clones on the tiny VoxCPM2;
+a WAV whose header claims 10^9 samples over 2 s of data is refused for what its header states."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import numpy as np
 import openai
 import pytest
 
-from audio.hostile_clips import float_wav, long_silent_flac
+from audio.hostile_clips import float_wav, long_silent_flac, wav_claiming
 from helpers.audio import decode
+from polyvox.backends.fake import FakeBackend
 from voices.clips import voice_like
 
 SPEECH = "/v1/audio/speech"
@@ -131,3 +133,31 @@ def test_voxcpm2_refuses_non_finite_clips_and_clones_from_finite_ones(voxcpm_ser
         assert httpx.get(f"{url}{VOICES}/nan").status_code == 404
         samples, rate = decode(clone(good).content)
         assert samples.size > 0.4 * rate and np.isfinite(samples).all()
+
+
+def test_a_wav_header_claiming_more_than_the_limit_is_refused_though_the_file_holds_two_seconds(
+    serve, tmp_path
+):
+    url = serve(FakeBackend(cloning=True), voices_dir=tmp_path)
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+    lying = wav_claiming(10**9, 2.0)  # 41,667 s at 24 kHz, claimed; 2 s held
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.audio.voices.create(name="liar", consent="true", audio_sample=("liar.wav", lying, "audio/wav"))
+    assert (refused.value.code, refused.value.param) == ("audio_too_long", "audio_sample")
+    assert "header states 41666.7 s" in refused.value.message
+    assert httpx.get(f"{url}{VOICES}/liar").status_code == 404
+    assert not (tmp_path / "uploads").exists() or not any((tmp_path / "uploads").iterdir())
+    one_off = httpx.post(f"{url}{SPEECH}", json={"input": "Hello.", "ref_audio": b64(lying)})
+    assert "header states" in assert_openai_error(one_off, 400, "ref_audio", "audio_too_long")
+
+    # A header that claims what the file holds, or no length at all (a streamed WAV's 0xFFFFFFFF), is fine.
+    honest = client.audio.voices.create(
+        name="honest", consent="true", audio_sample=("honest.wav", wav_claiming(48000, 2.0), "audio/wav")
+    )
+    assert honest.id == "honest"
+    streamed = bytearray(wav_claiming(48000, 2.0))
+    streamed[4:8] = streamed[40:44] = b"\xff\xff\xff\xff"
+    unsized = client.audio.voices.create(
+        name="streamed", consent="true", audio_sample=("streamed.wav", bytes(streamed), "audio/wav")
+    )
+    assert httpx.get(f"{url}{VOICES}/{unsized.id}").json()["duration_s"] == pytest.approx(2.0, abs=0.01)

@@ -6,9 +6,11 @@ the same samples.
 
 Decoding is bounded, because an upload is untrusted and a few compressed bytes can hold hours of audio
 (FLAC stores a block of digital silence in about ten bytes). A file whose header states a length over
-`max_seconds` is refused before anything is decoded (only containers that record their length:
-ffmpeg guesses an MP3's or a raw AAC stream's from its bit rate, so those are left to the next
-bounds). Decoding then goes packet by packet and stops as soon as the file passes any of:
+`max_seconds` is refused before anything is decoded, whatever the file goes on to hold (a WAV's
+length as its header declares it, `wav_header`, which ffmpeg would clip to the file's size; only
+containers that record their length: ffmpeg guesses an MP3's or a raw AAC stream's from its bit
+rate, so those are left to the next bounds). Decoding then goes packet by packet and stops as soon
+as the file passes any of:
 
 - `max_seconds` of audio, counted at the file's own rate;
 - `MAX_SAMPLES_PER_BYTE` decoded samples (all channels together) per byte of the file: no speech codec
@@ -30,6 +32,7 @@ import numpy as np
 
 from polyvox.audio.errors import AudioDecodeError, AudioDecodeStopped, AudioTooLong
 from polyvox.audio.resample import resample_clip
+from polyvox.audio.wav_header import declared_seconds
 
 MAX_SAMPLES_PER_BYTE = 256
 MAX_SAMPLES_PER_SECOND = 2 * 192_000
@@ -56,11 +59,15 @@ def _open(data: bytes) -> av.container.InputContainer:
     return container
 
 
-def stated_seconds(container: av.container.InputContainer, stream: av.AudioStream) -> float | None:
-    """The audio's length as the file's header records it; None where it records none (or where ffmpeg
-    would only estimate it from the bit rate)."""
+def stated_seconds(
+    container: av.container.InputContainer, stream: av.AudioStream, data: bytes
+) -> float | None:
+    """The audio's length as the file's header records it (a WAV's as written, even past what the file
+    holds); None where it records none (or where ffmpeg would only estimate it from the bit rate)."""
     if container.format.name not in STATED_LENGTH_FORMATS:
         return None
+    if container.format.name == "wav" and (declared := declared_seconds(data)) is not None:
+        return declared
     if stream.duration is not None and stream.time_base is not None:
         return float(stream.duration * stream.time_base)
     if container.duration is not None and len(container.streams) == len(container.streams.audio):
@@ -78,7 +85,7 @@ def decode_audio(data: bytes, target_rate: int, max_seconds: float | None = None
     container = _open(data)
     try:
         stream = container.streams.audio[0]
-        stated = stated_seconds(container, stream)
+        stated = stated_seconds(container, stream, data)
         if max_seconds is not None and stated is not None and stated > max_seconds:
             raise AudioTooLong(
                 f"The audio is longer than the allowed {max_seconds:g} s: its header states {stated:.1f} s.",

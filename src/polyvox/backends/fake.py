@@ -24,7 +24,8 @@ class FakeBackend(Backend):
     `reject_marker` is refused by `validate` with a `BackendInputError`. `chunk_delay_s` sleeps
     between chunks (a slow engine); `ready_gate`, when given, holds `start()` until it is set;
     `generate_gate` holds every generation before its first chunk until it is set; `hold_gate` holds
-    it after `hold_after_s` seconds of audio until it is set.
+    it after `hold_after_s` seconds of audio until it is set. With `cloning` it declares that it
+    clones and takes a reference clip (ignoring it), so voices can be stored and spoken.
     """
 
     def __init__(
@@ -41,12 +42,13 @@ class FakeBackend(Backend):
         fail_marker: str = "[fail]",
         reject_marker: str = "[reject]",
         voices: tuple[str, ...] | None = None,
+        cloning: bool = False,
     ):
         self.info = BackendInfo(
             name="fake",
             model_id="polyvox-fake",
             sample_rate=sample_rate,
-            capabilities=BackendCapabilities(native_speed=native_speed),
+            capabilities=BackendCapabilities(native_speed=native_speed, cloning=cloning),
         )
         if voices is not None:
             self.info.voices = voices
@@ -81,7 +83,7 @@ class FakeBackend(Backend):
     def validate(self, request: SynthesisRequest) -> None:
         if self.reject_marker in request.text:
             raise BackendInputError("this engine cannot speak that text", param="input", code="unspeakable")
-        if request.reference is not None:
+        if request.reference is not None and not self.info.capabilities.cloning:
             raise BackendInputError(
                 "the fake engine cannot clone voices", param="voice", code="cloning_unsupported"
             )
