@@ -1,6 +1,8 @@
 """One log format for polyvox's and uvicorn's lines: `text` (one readable line each) or `json` (one
-JSON object per line). Every line a speech request causes carries its request id (`request_id_var`,
-set where the id is assigned; `RequestIdFilter` puts it on each record)."""
+JSON object per line). Every line an HTTP request causes carries its request id (`http_request_id_var`:
+the client's `X-Request-ID` or a fresh one, set by `server.request_id`); a WebSocket session's lines
+carry the id of the synthesis they belong to (`request_id_var`, set where a synthesis is prepared).
+`RequestIdFilter` puts the id on each record."""
 
 from __future__ import annotations
 
@@ -13,16 +15,25 @@ from typing import Any, Literal
 LogFormat = Literal["text", "json"]
 
 request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
+http_request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "http_request_id", default=None
+)
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s:%(request_tag)s %(message)s"
 _ACCESS_FIELDS = ("client", "method", "path", "http_version", "status")
+
+
+def current_request_id() -> str | None:
+    """The id the lines logged here belong to: the HTTP request's (the one its client sees in
+    `X-Request-Id`), else the synthesis's; None outside a request."""
+    return http_request_id_var.get() or request_id_var.get()
 
 
 class RequestIdFilter(logging.Filter):
     """Adds `request_id` (None outside a request) and `request_tag` (" [id]" or "") to each record."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        request_id = request_id_var.get()
+        request_id = current_request_id()
         record.request_id = request_id
         record.request_tag = f" [{request_id}]" if request_id else ""
         return True

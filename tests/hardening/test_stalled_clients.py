@@ -86,12 +86,13 @@ def test_50_stalled_clients_are_cut_with_408_while_others_are_served() -> None:
         bodies, heads = _stall(url, 50)
         with ThreadPoolExecutor(4) as pool:
             served = list(pool.map(lambda i: _speak(url, i), range(4)))
-        _assert_cut_with_408(bodies)
+        answers = _assert_cut_with_408(bodies)
         _assert_cut_with_408(heads)
         samples = scrape(url)
         log = _stop(proc)
     assert all(seconds > 0.5 for seconds in served), served
-    # a body's 408 went through the app: counted like any answer
+    # a body's 408 went through the app: counted, and named by its request id like any answer
+    assert all(header(answer, "x-request-id") for answer in answers)
     counted = sum(
         value(samples, "polyvox_requests_total", route=route, method="POST", status="408")
         for route in ("/v1/audio/speech", "/v1/audio/voices", "/v1/audio/voice_consents", "/admin/lexicon")

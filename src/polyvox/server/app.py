@@ -24,6 +24,7 @@ from polyvox.server.lifecycle import health, shared_state
 from polyvox.server.lifecycle.draining import Lifecycle
 from polyvox.server.lifecycle.supervisor import BackendSupervisor
 from polyvox.server.metrics import Metrics, MetricsMiddleware
+from polyvox.server.request_id import RequestIdMiddleware
 from polyvox.server.speech import route as speech_route
 from polyvox.server.speech.streaming import quiet_cut_streams
 from polyvox.server.speech.synthesis import SpeechService
@@ -130,9 +131,11 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     if settings.ui:
         ui.install(app)
     # Every path needs an API key when keys are configured (but auth.OPEN_PATHS), checked before routing;
-    # the metrics middleware, outside it and the body deadline, counts the refusals and the 408s too.
+    # the metrics middleware, outside it and the body deadline, counts the refusals and the 408s too; the
+    # request id, outermost, names every answer and log line.
     shared_state.install(app)  # state_url: the audio cache in Redis, and the guard (inside auth)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
+    app.add_middleware(RequestIdMiddleware)
     return app

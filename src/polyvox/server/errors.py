@@ -20,6 +20,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded
+from polyvox.logs import current_request_id
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +197,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s", request.url.path)
-        error = APIError(500, "internal server error", code="internal_error")
+        # Answered by Starlette's outermost middleware, outside the one that echoes the request id.
+        request_id = current_request_id()
+        headers = {"X-Request-Id": request_id} if request_id is not None else None
+        error = APIError(500, "internal server error", code="internal_error", headers=headers)
         count(request, error)
         return error_response(error)
 

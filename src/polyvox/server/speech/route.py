@@ -69,7 +69,7 @@ async def _speak(
             accepted_at=accepted_at,
         )
         await service.lookup(job)
-        headers = {"X-Request-Id": job.request.request_id, **job.cache_headers()}
+        headers = job.cache_headers()  # and X-Request-Id, which server.request_id adds to every answer
         try:
             await service.admit(request, job)
         except ClientGone:
