@@ -111,8 +111,8 @@ class VoiceStore:
         probe = self.root / f".probe.{uuid.uuid4().hex}.tmp"
         probe.write_bytes(b"")
         probe.unlink()
-        self._lock = filelock.FileLock(self.root / LOCK_FILE, timeout=LOCK_TIMEOUT_S)
         os.listdir(self.root)  # and readable: sweeping and the lost-registry check list it
+        self._lock = filelock.FileLock(self.root / LOCK_FILE, timeout=LOCK_TIMEOUT_S)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
