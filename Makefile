@@ -1,4 +1,4 @@
-# polyvox: `make serve` starts the server, `make test` runs ruff, mypy and the whole suite.
+# polyvox: `make serve` starts the server, `make test` runs ruff, mypy, the layer contract and the whole suite.
 PYTHON ?= python3
 # Where the environment goes: `make install VENV=/tmp/x` builds another one exactly as `make serve` does
 # (.ci/serve_smoke.sh proves the README's first command that way).
@@ -49,6 +49,7 @@ serve: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy src
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
 
 # The type checker over src/ (its settings: [tool.mypy] in pyproject.toml); `make test` runs it too.
@@ -58,6 +59,7 @@ typecheck: $(VENV)/.installed-test
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/lint-imports
 
 format: $(VENV)/.installed-test
 	$(VENV)/bin/ruff format src tests bench

@@ -33,7 +33,7 @@ import engine_bench  # noqa: E402
 from polyvox.batching.config import BatchingConfig  # noqa: E402
 from polyvox.batching.core import BatchingCore  # noqa: E402
 from polyvox.models.architectures import ARCHS  # noqa: E402
-from polyvox.models.voxcpm2.model_source import checkpoint_source  # noqa: E402
+from polyvox.models.model_source import checkpoint_source  # noqa: E402
 from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint  # noqa: E402
 
 TEXT = cpu_compare.TEXT

@@ -42,7 +42,7 @@ def test_voxcpm2_declares_its_reference_rate_before_the_model_loads(voxcpm2):
     """Clips are decoded straight to the rate the engine declares, known from the config before the
     weights load, and it is the rate the loaded AudioVAE encodes at: no second resampling."""
     from polyvox.backends.voxcpm2 import VoxCPM2Backend
-    from polyvox.models.voxcpm2.model_source import random_source
+    from polyvox.models.model_source import random_source
     from polyvox.voices.clips import ClipLimits, clip_rate, load_clip
     from voices.clips import wav_clip
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from polyvox.backends.base import ReferenceAudio, SynthesisRequest
+from polyvox.engine_core.request import EngineReference, EngineRequest
 from polyvox.engine_core.router import NoRankUp, Router, voice_key
 
-CLIP = ReferenceAudio(np.zeros(16000, dtype=np.float32), 16000, content_hash="clip-a")
+CLIP = EngineReference(np.zeros(16000, dtype=np.float32), 16000, content_hash="clip-a")
 
 
-def cloned(text: str = "Hello.") -> SynthesisRequest:
-    return SynthesisRequest(text=text, reference=CLIP)
+def cloned(text: str = "Hello.") -> EngineRequest:
+    return EngineRequest(text=text, reference=CLIP)
 
 
 def test_with_loads_equal_a_voice_goes_back_to_the_rank_that_served_it():
@@ -59,8 +59,8 @@ def test_ranks_that_are_down_are_never_chosen():
 
 def test_a_voice_is_its_reference_clip_or_its_design_text():
     assert voice_key(cloned("One.")) == voice_key(cloned("Two.")) == "clip:clip-a"
-    assert voice_key(SynthesisRequest(text="Hi.", instructions=" a calm voice ")) == "design:a calm voice"
-    assert voice_key(SynthesisRequest(text="Hi.")) is None
+    assert voice_key(EngineRequest(text="Hi.", instructions=" a calm voice ")) == "design:a calm voice"
+    assert voice_key(EngineRequest(text="Hi.")) is None
 
 
 def test_a_long_inputs_later_pieces_follow_its_first_while_that_rank_is_up():
@@ -69,8 +69,8 @@ def test_a_long_inputs_later_pieces_follow_its_first_while_that_rank_is_up():
     afresh and the rest follow it there. Routing counts the request once."""
     router = Router(2)
 
-    def piece(request: str, index: int) -> SynthesisRequest:
-        return SynthesisRequest(text=f"Piece {index}.", request_id=f"{request}.{index}")
+    def piece(request: str, index: int) -> EngineRequest:
+        return EngineRequest(text=f"Piece {index}.", request_id=f"{request}.{index}")
 
     first = router.route([0, 0], piece("a", 0))
     other = 1 - first

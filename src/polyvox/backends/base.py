@@ -13,6 +13,7 @@ speaks text as written) are methods with defaults here, which a back end that ha
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -21,14 +22,34 @@ import numpy as np
 
 from polyvox.backends.errors import BackendInputError
 
+# What an engine reports of itself is the engine's own data; the contract passes it on as it is.
+from polyvox.engine_core.stats import EngineRank, PromptCacheStats
+
 if TYPE_CHECKING:
-    from polyvox.batching.core import BatchingStats
+    from polyvox.batching.stats import BatchingStats
     from polyvox.text.lexicon import Lexicon
+
+__all__ = [
+    "OPENAI_VOICES",
+    "VOICE_NAME",
+    "AdapterInfo",
+    "AudioStream",
+    "Backend",
+    "BackendCapabilities",
+    "BackendInfo",
+    "EngineRank",
+    "PromptCacheStats",
+    "ReferenceAudio",
+    "SynthesisRequest",
+]
 
 OPENAI_VOICES: tuple[str, ...] = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "onyx",
     "nova", "sage", "shimmer", "verse", "marin", "cedar",
 )  # fmt: skip
+
+# A stored voice's name; a LoRA adapter's name is one too (a loaded adapter is also a voice).
+VOICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -92,27 +113,6 @@ class AdapterInfo:
     rank: int
     layers: int
     digest: str
-
-
-@dataclass(frozen=True)
-class PromptCacheStats:
-    """A cloning back end's voice prompt cache: clips encoded (misses) and prompts reused (hits)."""
-
-    encodes: int = 0
-    hits: int = 0
-
-
-@dataclass(frozen=True)
-class EngineRank:
-    """One data-parallel rank of a batching engine, as `/ready` and `/metrics` see it: whether it is up,
-    its counters (None while down), its restarts and the requests routed to it, by why it was chosen
-    (the rank that last served the request's voice prompt, or the least loaded one)."""
-
-    up: bool
-    stats: BatchingStats | None
-    restarts: int = 0
-    routed_by_affinity: int = 0
-    routed_by_load: int = 0
 
 
 @dataclass

@@ -5,16 +5,21 @@ hands requests to an `Engine`: the batching engine in a thread of this process (
 in engine processes of their own, one per data-parallel rank (`DataParallelEngine`, `engine_process`).
 The engine side (prompts, reference encoding with its cache, sampling parameters, the batching core)
 is `engine_core.worker.EngineWorker`, the same in both. Chunks are 160 ms of 48 kHz audio.
+
+This is the engine's edge: a `SynthesisRequest` becomes an `EngineRequest` here (`engine_request`), and
+what the engine raises becomes the API side's errors (`api_errors`); the engine knows nothing of either.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
+from polyvox.backends.adapter_files import files_info, read_adapter_files
 from polyvox.backends.base import (
     OPENAI_VOICES,
     AdapterInfo,
@@ -25,21 +30,23 @@ from polyvox.backends.base import (
     PromptCacheStats,
     SynthesisRequest,
 )
-from polyvox.backends.errors import BackendError, BackendInputError
+from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded
 from polyvox.batching.async_core import AsyncBatchingCore
 from polyvox.batching.config import BatchingConfig
-from polyvox.batching.core import BatchingStats
-from polyvox.engine_core.adapters import AdapterOptions, files_info, read_adapter_files
+from polyvox.batching.errors import EngineError, EngineInputError, EngineOverloaded
+from polyvox.batching.stats import BatchingStats
+from polyvox.engine_core.adapters import AdapterOptions
 from polyvox.engine_core.contract import Engine
 from polyvox.engine_core.in_thread import InThreadEngine
 from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE
+from polyvox.engine_core.request import EngineReference, EngineRequest
 from polyvox.engine_core.stats import combined_stats
 from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN, cfg_value_in_range
 from polyvox.models.architectures import clones_from_clip_alone, designs_voices
 from polyvox.models.lora.files import AdapterError
+from polyvox.models.model_source import ModelSource
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
-from polyvox.models.voxcpm2.model_source import ModelSource
 from polyvox.models.voxcpm2.prompt import Prompt
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
@@ -188,7 +195,7 @@ class VoxCPM2Backend(Backend):
         engine = self._in_thread()
         if engine.prompts is None:
             raise RuntimeError("the VoxCPM2 model is not loaded yet")
-        return engine.prompts.prompt(request)
+        return engine.prompts.prompt(engine_request(request))
 
     def _in_thread(self) -> InThreadEngine:
         if not isinstance(self.engine, InThreadEngine):
@@ -279,11 +286,12 @@ class VoxCPM2Backend(Backend):
         # a rank still starting was spawned with the adapters of before: it would come up without this one
         if not all(rank.up for rank in self.engine.ranks()):
             raise BackendError("an engine rank is starting or restarting: load the adapter once all are up")
-        answers = await self.engine.control("load_adapter", name=name, path=path)
-        errors = [answer["error"] for answer in answers if "error" in answer]
-        if errors:
-            if name not in self._adapters:  # no rank keeps half of a refused adapter
+        with api_errors():
+            answers = await self.engine.control("load_adapter", name=name, path=path)
+            errors = [answer["error"] for answer in answers if "error" in answer]
+            if errors and name not in self._adapters:  # no rank keeps half of a refused adapter
                 await self.engine.control("unload_adapter", name=name)
+        if errors:
             raise BackendInputError(errors[0], param="path", code="invalid_adapter")
         info = AdapterInfo(**answers[0])
         self.options.adapters.loaded[name] = files  # what a rank restarting registers
@@ -296,17 +304,52 @@ class VoxCPM2Backend(Backend):
         self.options.adapters.loaded.pop(name, None)
         del self._adapters[name]
         if self.engine.ready:
-            await self.engine.control("unload_adapter", name=name)
+            with api_errors():
+                await self.engine.control("unload_adapter", name=name)
         return True
 
     async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
         self.validate(request)
-        outputs = self.engine.generate(request)
+        outputs = self.engine.generate(engine_request(request))
         try:
-            async for chunk in outputs:
-                yield chunk
+            with api_errors():
+                async for chunk in outputs:
+                    yield chunk
         finally:
             await outputs.aclose()  # type: ignore[attr-defined]
+
+
+def engine_request(request: SynthesisRequest) -> EngineRequest:
+    """What the engine uses of a request (voice, speed and text normalisation were applied above it)."""
+    ref = request.reference
+    return EngineRequest(
+        text=request.text,
+        instructions=request.instructions,
+        seed=request.seed,
+        cfg_value=request.cfg_value,
+        inference_timesteps=request.inference_timesteps,
+        temperature=request.temperature,
+        max_patches=request.max_patches,
+        min_patches=request.min_patches,
+        reference=None
+        if ref is None
+        else EngineReference(ref.samples, ref.sample_rate, ref.content_hash, ref.transcript),
+        lora=request.lora,
+        request_id=request.request_id,
+    )
+
+
+@contextmanager
+def api_errors() -> Iterator[None]:
+    """What the engine raises, as the API side's errors (the server turns each into one HTTP answer)."""
+    try:
+        yield
+    except EngineInputError as exc:
+        raise BackendInputError(exc.message, param=exc.param, code=exc.code) from exc
+    except EngineOverloaded as exc:
+        raise BackendOverloaded(str(exc)) from exc
+    except EngineError as exc:
+        raise BackendError(str(exc)) from exc
 
 
 def batching_config(settings: Settings) -> BatchingConfig:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
 
 import msgspec
 import numpy as np
@@ -20,6 +19,7 @@ from polyvox.batching.config import BatchingConfig
 from polyvox.batching.model_runner import ModelRunner, StepPatches
 from polyvox.batching.scheduler import Scheduler
 from polyvox.batching.sequence import PromptLike, SamplingParams, Sequence, SequenceStatus
+from polyvox.batching.stats import BatchingStats
 from polyvox.models.voxcpm2.audio_vae import AudioVAE
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
@@ -59,27 +59,6 @@ class StepFailed(RuntimeError):
     def __init__(self, seq_ids: list[int], cause: BaseException):
         super().__init__(f"engine step failed: {cause!r}")
         self.seq_ids = seq_ids
-
-
-@dataclass(slots=True)
-class BatchingStats:
-    """A snapshot of the engine for metrics; counters are totals since start."""
-
-    running: int
-    waiting: int
-    kv_blocks_total: int
-    kv_blocks_used: int
-    kv_blocks_free: int
-    prefix_cache_queries: int
-    prefix_cache_hits: int
-    prefix_cache_hit_rate: float
-    preemptions: int
-    steps: int
-    patches: int
-    last_batch_size: int
-    last_step_s: float
-    mean_batch_size: float
-    mean_step_s: float
 
 
 class BatchingCore:

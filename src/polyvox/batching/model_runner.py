@@ -18,10 +18,10 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from polyvox.backends.errors import BackendInputError, BackendOverloaded
 from polyvox.batching.block_tables import BlockTableArray
 from polyvox.batching.compile import compile_step_modules
 from polyvox.batching.config import BatchingConfig
+from polyvox.batching.errors import EngineInputError, EngineOverloaded
 from polyvox.batching.graphs import AdvanceGraphs, DiTGraphs
 from polyvox.batching.noise import NoiseBank
 from polyvox.batching.scheduler import ScheduledChunk
@@ -412,16 +412,16 @@ class ModelRunner:
 
     def acquire_adapter(self, name: str) -> AdapterUse:
         """Pin adapter `name` in a device slot for a new sequence (loading it there if it is not).
-        BackendInputError if no such adapter is loaded; BackendOverloaded if running requests hold
+        EngineInputError if no such adapter is loaded; EngineOverloaded if running requests hold
         every slot."""
         if self.lm.lora is None or name not in self.lm.lora:
-            raise BackendInputError(
+            raise EngineInputError(
                 f"no LoRA adapter {name!r} is loaded", param="lora", code="adapter_not_found"
             )
         try:
             return self.lm.lora.acquire(name)
         except SlotsBusy as exc:
-            raise BackendOverloaded(str(exc)) from exc
+            raise EngineOverloaded(str(exc)) from exc
 
     def _decode_audio(self, rows: _RowConstants, patches: torch.Tensor) -> torch.Tensor:
         pool = self.vae_pool

@@ -1,20 +1,17 @@
-"""LoRA adapters across the engine boundary: `AdapterOptions` (what every engine rank starts with, and
-restarts with), `EngineAdapters` (a rank's side: its model's `AdapterBank`, loaded and unloaded by
-control calls) and `read_adapter_files` (the API side's read of an adapter's files, before any rank
-loads it). Control calls answer plain dicts, which cross to an engine process as they are."""
+"""LoRA adapters in the engine: `AdapterOptions` (what every engine rank starts with, and restarts
+with) and `EngineAdapters` (a rank's side: its model's `AdapterBank`, loaded and unloaded by control
+calls). Control calls answer plain dicts, which cross from an engine process as they are; the back end
+reads an adapter's files before any rank loads it (backends/adapter_files.py)."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from polyvox.backends.base import OPENAI_VOICES, AdapterInfo
 from polyvox.models.lora.bank import Adapter, AdapterBank
-from polyvox.models.lora.files import AdapterError, AdapterFiles, read_adapter
+from polyvox.models.lora.files import AdapterError, AdapterFiles
 from polyvox.models.voxcpm2.model import VoxCPM2LM
-from polyvox.voices.store import NAME_PATTERN
 
 log = logging.getLogger(__name__)
 
@@ -33,25 +30,6 @@ class AdapterOptions:
     @property
     def serving(self) -> bool:
         return self.enabled or bool(self.loaded)
-
-
-def info_of(files: AdapterFiles, layers: int) -> AdapterInfo:
-    return AdapterInfo(files.name, str(files.path), files.config.r, layers, files.digest.hex())
-
-
-def read_adapter_files(name: str, path: str | Path) -> AdapterFiles:
-    """An adapter's files (AdapterError if they cannot be read, or `name` cannot be a voice's); whether
-    it fits the model is for the engine to say."""
-    if not NAME_PATTERN.fullmatch(name):
-        raise AdapterError(name, "an adapter is also a voice: its name takes 1-64 letters, digits, _ . -")
-    if name.lower() in OPENAI_VOICES:
-        raise AdapterError(name, "that is a builtin voice's name")
-    return read_adapter(name, path)
-
-
-def files_info(files: AdapterFiles) -> AdapterInfo:
-    """An adapter's description from its files alone."""
-    return info_of(files, len({key.rpartition(".")[0] for key in files.tensors}))
 
 
 class EngineAdapters:
@@ -78,20 +56,21 @@ class EngineAdapters:
             self.bank.release(self.bank.acquire(name))
 
     def load(self, name: str, path: str) -> dict[str, Any]:
-        """Register adapter `name`: its description, or `{"error": why}` when it does not fit."""
+        """Register adapter `name`: its description (name, path, rank, layers adapted, hex digest), or
+        `{"error": why}` when it does not fit."""
         if self.bank is None:
             return {"error": f"LoRA adapter {name!r}: this server serves no adapters (see enable_lora)"}
         try:
             adapter: Adapter = self.bank.register(name, path)
         except AdapterError as exc:
             return {"error": str(exc)}
-        info = info_of(adapter.files, len(adapter.sites))
+        files = adapter.files
         return {
-            "name": info.name,
-            "path": info.path,
-            "rank": info.rank,
-            "layers": info.layers,
-            "digest": info.digest,
+            "name": files.name,
+            "path": str(files.path),
+            "rank": files.config.r,
+            "layers": len(adapter.sites),
+            "digest": files.digest.hex(),
         }
 
     def unload(self, name: str) -> bool:

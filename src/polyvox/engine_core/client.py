@@ -17,12 +17,12 @@ from multiprocessing.process import BaseProcess
 
 import zmq
 
-from polyvox.backends.base import PromptCacheStats
 from polyvox.engine_core import messages as m
 from polyvox.engine_core import process_main
 from polyvox.engine_core.link import EngineDied, EngineLink
 from polyvox.engine_core.model_spec import ModelSpec
 from polyvox.engine_core.options import WorkerOptions
+from polyvox.engine_core.stats import PromptCacheStats
 from polyvox.logs import LogFormat
 
 log = logging.getLogger(__name__)

@@ -18,10 +18,10 @@ import zmq
 import zmq.asyncio
 from zmq.utils.monitor import parse_monitor_message
 
-from polyvox.backends.base import PromptCacheStats
-from polyvox.batching.core import BatchingStats
+from polyvox.batching.stats import BatchingStats
 from polyvox.engine_core import messages as m
 from polyvox.engine_core.link import EngineDied, EngineLink
+from polyvox.engine_core.stats import PromptCacheStats
 
 log = logging.getLogger(__name__)
 

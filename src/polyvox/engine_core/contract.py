@@ -8,7 +8,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from polyvox.backends.base import EngineRank, PromptCacheStats, SynthesisRequest
+from polyvox.engine_core.request import EngineRequest
+from polyvox.engine_core.stats import EngineRank, PromptCacheStats
 
 
 class Engine(Protocol):
@@ -35,7 +36,8 @@ class Engine(Protocol):
         """Call `method` on every rank's `EngineWorker.control`: their answers, in rank order."""
         ...
 
-    def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
-        """The request's 48 kHz chunks; closing early frees it in the engine. BackendError when the
-        engine (or the rank serving it) fails; BackendInputError when its prompt leaves no room."""
+    def generate(self, request: EngineRequest) -> AsyncIterator[np.ndarray]:
+        """The request's 48 kHz chunks; closing early frees it in the engine. EngineError when the
+        engine (or the rank serving it) fails, EngineOverloaded a kind of it; EngineInputError when its
+        prompt leaves no room or it names no loaded adapter."""
         ...

@@ -18,13 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from polyvox.backends.base import EngineRank, PromptCacheStats, SynthesisRequest
-from polyvox.backends.errors import BackendError
+from polyvox.batching.errors import EngineError
 from polyvox.engine_core.client import EngineClient, engine_address
 from polyvox.engine_core.connected import ConnectedEngineClient
 from polyvox.engine_core.model_spec import ModelSpec
 from polyvox.engine_core.options import WorkerOptions
+from polyvox.engine_core.request import EngineRequest
 from polyvox.engine_core.router import NoRankUp, Router
+from polyvox.engine_core.stats import EngineRank, PromptCacheStats
 from polyvox.logs import LogFormat
 
 log = logging.getLogger(__name__)
@@ -129,12 +130,12 @@ class DataParallelEngine:
         """Call `method` on every rank's worker (e.g. load an adapter everywhere); the results by rank."""
         return list(await asyncio.gather(*(c.control(method, **args) for c in self.clients)))
 
-    async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
+    async def generate(self, request: EngineRequest) -> AsyncGenerator[np.ndarray, None]:
         clients = self.clients
         try:
             rank = self.router.route([c.load if c.up else None for c in clients], request)
         except NoRankUp as exc:
-            raise BackendError(str(exc)) from exc
+            raise EngineError(str(exc)) from exc
         outputs = clients[rank].generate(request)
         try:
             async for chunk in outputs:

@@ -10,14 +10,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from polyvox.backends.base import EngineRank, PromptCacheStats, SynthesisRequest
-from polyvox.backends.errors import BackendError
 from polyvox.batching.async_core import AsyncBatchingCore, BatchingCoreDead
+from polyvox.batching.errors import EngineError
 from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.prompts import PromptBuilder
+from polyvox.engine_core.request import EngineRequest
+from polyvox.engine_core.stats import EngineRank, PromptCacheStats
 from polyvox.engine_core.worker import EngineWorker
+from polyvox.models.model_source import ModelSource
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
-from polyvox.models.voxcpm2.model_source import ModelSource
 
 
 class InThreadEngine:
@@ -69,19 +70,19 @@ class InThreadEngine:
     async def control(self, method: str, **args: Any) -> list[Any]:
         """Call `method` on the worker (see `EngineWorker.control`) off the event loop: its one answer."""
         if self.worker is None:
-            raise BackendError("the VoxCPM2 engine is not started")
+            raise EngineError("the VoxCPM2 engine is not started")
         return [await asyncio.to_thread(self.worker.control, method, args)]
 
-    async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
+    async def generate(self, request: EngineRequest) -> AsyncGenerator[np.ndarray, None]:
         step_loop, worker = self.step_loop, self.worker
         if step_loop is None or worker is None:
-            raise BackendError("the VoxCPM2 engine is not started")
+            raise EngineError("the VoxCPM2 engine is not started")
         prompt, params = await asyncio.to_thread(worker.prepare, request)
         outputs = step_loop.generate(prompt, params, request.request_id)
         try:
             async for out in outputs:
                 yield out.audio
         except BatchingCoreDead as exc:
-            raise BackendError(str(exc)) from exc
+            raise EngineError(str(exc)) from exc
         finally:
             await outputs.aclose()

@@ -16,14 +16,15 @@ import numpy as np
 import zmq
 import zmq.asyncio
 
-from polyvox.backends.base import PromptCacheStats, SynthesisRequest
-from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded
-from polyvox.batching.core import BatchingStats
+from polyvox.batching.errors import EngineError, EngineInputError, EngineOverloaded
+from polyvox.batching.stats import BatchingStats
 from polyvox.engine_core import messages as m
+from polyvox.engine_core.request import EngineRequest
+from polyvox.engine_core.stats import PromptCacheStats
 from polyvox.startup import STAGES
 
 
-class EngineDied(BackendError):
+class EngineDied(EngineError):
     """The engine process serving the request died (killed, out of memory, a device error)."""
 
 
@@ -69,7 +70,7 @@ class EngineLink:
 
     # ------------------------------------------------------------------ requests
 
-    async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
+    async def generate(self, request: EngineRequest) -> AsyncGenerator[np.ndarray, None]:
         socket = self._socket
         if not self.up or socket is None:
             raise EngineDied(f"engine rank {self.rank} is not running")
@@ -79,7 +80,7 @@ class EngineLink:
         finished = False
         try:
             self._sent()
-            await socket.send(m.encode(m.Generate.of(key, request)), copy=False)
+            await socket.send(m.encode(m.Generate(key, request)), copy=False)
             while True:
                 item = await sink.get()
                 if isinstance(item, BaseException):
@@ -173,7 +174,7 @@ class EngineLink:
 
 def _error_of(failure: m.Failed) -> Exception:
     if failure.kind == "input":
-        return BackendInputError(failure.message, param=failure.param, code=failure.code)
+        return EngineInputError(failure.message, param=failure.param, code=failure.code)
     if failure.kind == "overloaded":
-        return BackendOverloaded(failure.message)
-    return BackendError(failure.message)
+        return EngineOverloaded(failure.message)
+    return EngineError(failure.message)

@@ -8,78 +8,19 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import msgspec
-import numpy as np
 
-from polyvox.backends.base import PromptCacheStats, ReferenceAudio, SynthesisRequest
-from polyvox.batching.core import BatchingStats
+from polyvox.batching.stats import BatchingStats
+from polyvox.engine_core.request import EngineRequest, decode_hook, encode_hook
+from polyvox.engine_core.stats import PromptCacheStats
 
 # --------------------------------------------------------------------- client -> engine
 
 
-class Reference(msgspec.Struct, frozen=True):
-    samples: bytes  # mono float32 PCM
-    sample_rate: int
-    content_hash: str
-    transcript: str | None = None
-
-    @classmethod
-    def of(cls, ref: ReferenceAudio) -> Reference:
-        samples = np.ascontiguousarray(ref.samples, dtype=np.float32).tobytes()
-        return cls(samples, ref.sample_rate, ref.content_hash, ref.transcript)
-
-    def audio(self) -> ReferenceAudio:
-        samples = np.frombuffer(self.samples, dtype=np.float32).copy()  # writable, as torch wants it
-        return ReferenceAudio(samples, self.sample_rate, self.content_hash, self.transcript)
-
-
 class Generate(msgspec.Struct, frozen=True, tag="generate"):
-    """A `SynthesisRequest`'s fields the engine uses."""
+    """A request for the engine; `key` names it between this client and the engine."""
 
     key: int
-    text: str
-    instructions: str | None = None
-    seed: int | None = None
-    cfg_value: float | None = None
-    inference_timesteps: int | None = None
-    temperature: float = 1.0
-    max_patches: int | None = None
-    min_patches: int | None = None
-    reference: Reference | None = None
-    request_id: str = ""
-    lora: str | None = None
-
-    @classmethod
-    def of(cls, key: int, request: SynthesisRequest) -> Generate:
-        ref = request.reference
-        return cls(
-            key=key,
-            text=request.text,
-            instructions=request.instructions,
-            seed=request.seed,
-            cfg_value=request.cfg_value,
-            inference_timesteps=request.inference_timesteps,
-            temperature=request.temperature,
-            max_patches=request.max_patches,
-            min_patches=request.min_patches,
-            reference=Reference.of(ref) if ref is not None else None,
-            request_id=request.request_id,
-            lora=request.lora,
-        )
-
-    def request(self) -> SynthesisRequest:
-        return SynthesisRequest(
-            text=self.text,
-            instructions=self.instructions,
-            seed=self.seed,
-            cfg_value=self.cfg_value,
-            inference_timesteps=self.inference_timesteps,
-            temperature=self.temperature,
-            max_patches=self.max_patches,
-            min_patches=self.min_patches,
-            reference=self.reference.audio() if self.reference is not None else None,
-            request_id=self.request_id,
-            lora=self.lora,
-        )
+    request: EngineRequest
 
 
 class Abort(msgspec.Struct, frozen=True, tag="abort"):
@@ -188,6 +129,6 @@ class ControlReply(msgspec.Struct, frozen=True, tag="control_reply"):
 
 FromEngine = Stage | Ready | StartFailed | Outputs | Stats | Failed | ControlReply
 
-to_engine = msgspec.msgpack.Decoder(ToEngine)
+to_engine = msgspec.msgpack.Decoder(ToEngine, dec_hook=decode_hook)
 from_engine = msgspec.msgpack.Decoder(FromEngine)
-encode = msgspec.msgpack.Encoder().encode
+encode = msgspec.msgpack.Encoder(enc_hook=encode_hook).encode

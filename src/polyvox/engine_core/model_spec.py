@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from polyvox.models.model_source import ModelSource, checkpoint_source, random_source
 from polyvox.models.voxcpm2.checkpoint import resolve_device
-from polyvox.models.voxcpm2.model_source import ModelSource, checkpoint_source, random_source
 from polyvox.settings import Settings
 
 

@@ -29,9 +29,9 @@ import msgspec
 import numpy as np
 import zmq
 
-from polyvox.backends.errors import BackendInputError, BackendOverloaded
 from polyvox.batching.async_core import MAX_CONSECUTIVE_FAILURES
 from polyvox.batching.core import StepFailed, StepOutput
+from polyvox.batching.errors import EngineInputError, EngineOverloaded
 from polyvox.engine_core import messages as m
 from polyvox.engine_core.model_spec import ModelSpec
 from polyvox.engine_core.options import WorkerOptions
@@ -220,7 +220,7 @@ class EngineLoop:
         if isinstance(message, m.Generate):
             self.link.peers.add(peer)  # told its patches, even if it was forgotten (a pid used again)
             key = (peer, message.key)
-            future = self.prepare_pool.submit(self.worker.prepare, message.request())
+            future = self.prepare_pool.submit(self.worker.prepare, message.request)
             self.preparing[key] = future
             future.add_done_callback(lambda _: os.write(self._wake_write, b"."))
         elif isinstance(message, m.Abort):
@@ -258,10 +258,10 @@ class EngineLoop:
             try:
                 prompt, params = future.result()
                 seq = self.core.add_request(prompt, params, str(key[1]))
-            except BackendInputError as exc:
+            except EngineInputError as exc:
                 self.link.send(key[0], m.Failed(key[1], "input", exc.message, exc.param, exc.code))
                 continue
-            except BackendOverloaded as exc:
+            except EngineOverloaded as exc:
                 self.link.send(key[0], m.Failed(key[1], "overloaded", str(exc)))
                 continue
             except Exception as exc:

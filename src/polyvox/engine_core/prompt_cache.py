@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import torch
 
-from polyvox.backends.base import PromptCacheStats
+from polyvox.engine_core.stats import PromptCacheStats
 
 Key = tuple[str, str]  # (content hash, padding)
 

@@ -1,4 +1,4 @@
-"""`PromptBuilder`: what the batching core runs for a `SynthesisRequest` on a loaded VoxCPM2: the prompt
+"""`PromptBuilder`: what the batching core runs for an `EngineRequest` on a loaded VoxCPM2: the prompt
 (tokenised text, voice design, the reference clip VAE-encoded through the voice prompt cache) and the
 `SamplingParams` (defaults, length caps, the refusal of a prompt that leaves no room to speak)."""
 
@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 import torch
 
 from polyvox.audio.resample import resample_clip
-from polyvox.backends.base import ReferenceAudio, SynthesisRequest
-from polyvox.backends.errors import BackendInputError
+from polyvox.batching.errors import EngineInputError
 from polyvox.batching.sequence import SamplingParams
 from polyvox.engine_core.prompt_cache import VoicePromptCache
+from polyvox.engine_core.request import EngineReference, EngineRequest
 from polyvox.models.architectures import clones_from_clip_alone
 from polyvox.models.voxcpm2.generate import capped_max_len
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
@@ -48,7 +48,7 @@ class PromptBuilder:
 
     # ------------------------------------------------------------------ sampling parameters
 
-    def params(self, request: SynthesisRequest, prompt: Prompt, kv_positions: int) -> SamplingParams:
+    def params(self, request: EngineRequest, prompt: Prompt, kv_positions: int) -> SamplingParams:
         """`kv_positions`: the most positions one sequence can hold in the engine's KV cache."""
         if request.max_patches is not None:
             max_len = request.max_patches
@@ -73,7 +73,7 @@ class PromptBuilder:
             adapter=request.lora,
         )
 
-    def _too_long(self, request: SynthesisRequest, prompt: Prompt, positions: int) -> BackendInputError:
+    def _too_long(self, request: EngineRequest, prompt: Prompt, positions: int) -> EngineInputError:
         """The refusal of a prompt with no room left to speak, naming its longest part: `input`,
         `instructions`, the reference's transcript (`ref_text`) or the reference audio (`reference`)."""
         tokens = self.model.tokenizer
@@ -87,7 +87,7 @@ class PromptBuilder:
             "reference": int(prompt.audio_mask.sum()),
         }
         param = max(parts, key=parts.__getitem__)
-        return BackendInputError(
+        return EngineInputError(
             f"the prompt takes {len(prompt)} positions and this model can use {positions}, leaving no room "
             f"to speak; its longest part is {param} ({parts[param]} positions): shorten it",
             param=param,
@@ -95,7 +95,7 @@ class PromptBuilder:
 
     # ------------------------------------------------------------------ prompts
 
-    def prompt(self, request: SynthesisRequest) -> Prompt:
+    def prompt(self, request: EngineRequest) -> Prompt:
         ref = request.reference
         if ref is None:
             return self.model.build_prompt(request.text, instructions=request.instructions)
@@ -114,7 +114,7 @@ class PromptBuilder:
             prompt_audio=self._encode(ref, "left"),
         )
 
-    def _encode(self, ref: ReferenceAudio, padding: Padding) -> torch.Tensor:
+    def _encode(self, ref: EngineReference, padding: Padding) -> torch.Tensor:
         """The clip's latent patches, from the prompt cache or encoded now."""
 
         def encode() -> torch.Tensor:

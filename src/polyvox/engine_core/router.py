@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict
 
-from polyvox.backends.base import SynthesisRequest
+from polyvox.engine_core.request import EngineRequest
 from polyvox.metrics_files import shared_counter
 
 # The voice's rank is chosen while its load is at most the least load plus a quarter of it, and never
@@ -31,7 +31,7 @@ ROUTED_REQUESTS_HELP = (
 )
 
 
-def voice_key(request: SynthesisRequest) -> str | None:
+def voice_key(request: EngineRequest) -> str | None:
     """What a request's prompt shares with others of the same voice; None for a plain request."""
     if request.reference is not None:
         return f"clip:{request.reference.content_hash}"
@@ -40,7 +40,7 @@ def voice_key(request: SynthesisRequest) -> str | None:
     return None
 
 
-def request_of(piece: SynthesisRequest) -> str | None:
+def request_of(piece: EngineRequest) -> str | None:
     """The request a piece of long input belongs to (the text front end names piece i `ID.i`); None
     for a request without an id."""
     base, dot, index = piece.request_id.rpartition(".")
@@ -69,7 +69,7 @@ class Router:
             for rank, reason in itertools.product(range(ranks), ("affinity", "load")):
                 self._shared_counts.labels(rank=str(rank), reason=reason)  # every series, from zero
 
-    def route(self, loads: list[int | None], piece: SynthesisRequest) -> int:
+    def route(self, loads: list[int | None], piece: EngineRequest) -> int:
         """The rank for `piece`: its request's rank when an earlier piece went there and it is up,
         else `choose`'s."""
         request = request_of(piece)

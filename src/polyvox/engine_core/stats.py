@@ -1,8 +1,33 @@
-"""The batching counters of several data-parallel ranks as one: totals summed, means weighted by steps."""
+"""What an engine reports of itself: its voice prompt cache's counters (`PromptCacheStats`), each
+data-parallel rank's state (`EngineRank`), and the batching counters of several ranks as one
+(`combined_stats`: totals summed, means weighted by steps). Plain data, light to import."""
 
 from __future__ import annotations
 
-from polyvox.batching.core import BatchingStats
+from dataclasses import dataclass
+
+from polyvox.batching.stats import BatchingStats
+
+
+@dataclass(frozen=True)
+class PromptCacheStats:
+    """An engine's voice prompt cache: clips encoded (misses) and prompts reused (hits)."""
+
+    encodes: int = 0
+    hits: int = 0
+
+
+@dataclass(frozen=True)
+class EngineRank:
+    """One data-parallel rank of a batching engine, as `/ready` and `/metrics` see it: whether it is up,
+    its counters (None while down), its restarts and the requests routed to it, by why it was chosen
+    (the rank that last served the request's voice prompt, or the least loaded one)."""
+
+    up: bool
+    stats: BatchingStats | None
+    restarts: int = 0
+    routed_by_affinity: int = 0
+    routed_by_load: int = 0
 
 
 def combined_stats(ranks: list[BatchingStats | None]) -> BatchingStats | None:

@@ -1,5 +1,5 @@
 """`EngineWorker`: the engine side of serving any VoxCPM release, a loaded model with its `BatchingCore`
-and the `PromptBuilder` that turns a `SynthesisRequest` into what the core runs. The in-thread engine
+and the `PromptBuilder` that turns an `EngineRequest` into what the core runs. The in-thread engine
 and the engine process both use it, so they make the same audio."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from polyvox.backends.base import SynthesisRequest
 from polyvox.batching.config import BatchingConfig
 from polyvox.batching.core import BatchingCore
 from polyvox.batching.sequence import SamplingParams
 from polyvox.engine_core.adapters import AdapterOptions, EngineAdapters
 from polyvox.engine_core.prompts import PromptBuilder
+from polyvox.engine_core.request import EngineRequest
 from polyvox.models.voxcpm2.prompt import Prompt
 from polyvox.startup import stage
 
@@ -65,8 +65,8 @@ class EngineWorker:
     def kv_positions(self) -> int:
         return self.core.block_manager.num_blocks * self.config.kv_block_size
 
-    def prepare(self, request: SynthesisRequest) -> tuple[Prompt, SamplingParams]:
-        """The prompt and sampling parameters of a validated request; BackendInputError when its prompt
+    def prepare(self, request: EngineRequest) -> tuple[Prompt, SamplingParams]:
+        """The prompt and sampling parameters of a validated request; EngineInputError when its prompt
         leaves no room to speak."""
         prompt = self.prompts.prompt(request)
         return prompt, self.prompts.params(request, prompt, self.kv_positions)

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import filelock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from polyvox.backends.base import VOICE_NAME
 from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN
 from polyvox.voices.errors import InvalidVoiceName, VoiceError, VoiceNotFound, VoiceStorageUnavailable
 
@@ -36,7 +37,7 @@ REGISTRY_FILE = "voices.json"
 UPLOADS = "uploads"
 LOCK_FILE = ".lock"
 LOCK_TIMEOUT_S = 30.0
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+NAME_PATTERN = VOICE_NAME  # one rule for the names of voices and of LoRA adapters (each is a voice)
 AUDIO_SUFFIXES = frozenset({".wav", ".mp3", ".flac", ".ogg", ".opus", ".m4a", ".aac", ".webm"})
 # What `atomic_write` leaves behind if the process dies between writing and renaming.
 TEMPORARY_FILE = re.compile(r"\..+\.[0-9a-f]{32}\.tmp")

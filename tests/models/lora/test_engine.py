@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from polyvox.backends.errors import BackendInputError
 from polyvox.batching.config import BatchingConfig
 from polyvox.batching.core import BatchingCore
+from polyvox.batching.errors import EngineInputError
 from polyvox.batching.sequence import SamplingParams
 from polyvox.models.lora.bank import SlotsBusy
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
@@ -98,7 +98,7 @@ def test_adapters_beyond_the_slots_are_evicted_least_recently_used(official_lm, 
 
 def test_a_request_for_an_adapter_not_loaded_is_refused(serving_lm, tiny_config, prompts):
     core = make_core(serving_lm, tiny_config)
-    with pytest.raises(BackendInputError, match="no LoRA adapter 'nobody' is loaded"):
+    with pytest.raises(EngineInputError, match="no LoRA adapter 'nobody' is loaded"):
         core.add_request(prompts["plain"], params("nobody", 1))
     assert not core.has_work()
 
