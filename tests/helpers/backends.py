@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from polyvox.backends.base import AudioStream, Backend, PromptCacheStats, SynthesisRequest
+from polyvox.backends.base import AudioStream, Backend, PromptCacheStats, ReferenceAudio, SynthesisRequest
 
 if TYPE_CHECKING:
     from polyvox.batching.core import BatchingStats
@@ -30,6 +30,9 @@ class BackendWrapper(Backend):
 
     def validate(self, request: SynthesisRequest) -> None:
         self.inner.validate(request)
+
+    async def check_voice(self, reference: ReferenceAudio) -> None:
+        await self.inner.check_voice(reference)
 
     def generate(self, request: SynthesisRequest) -> AudioStream:
         return self.inner.generate(request)

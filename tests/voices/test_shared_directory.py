@@ -6,6 +6,7 @@ registry reloads for another server's change to the directory, never for its own
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -144,11 +145,13 @@ def test_lexicon_edits_sent_to_both_servers_at_once_all_survive(servers):
 
 
 def test_a_registry_reloads_for_another_servers_change_and_not_for_its_own(tmp_path):
-    settings, info = Settings(voices_dir=tmp_path), FakeBackend().info
+    backend = FakeBackend(cloning=True)
+    settings, info = Settings(voices_dir=tmp_path), backend.info
     one, other = VoiceRegistry.from_settings(settings, info), VoiceRegistry.from_settings(settings, info)
     one.reload(), other.reload()
 
-    one.add("ann", wav_clip(1.5), "ann.wav", VoiceEntry(audio="", consent=True, transcript="A clip."))
+    entry = VoiceEntry(audio="", consent=True, transcript="A clip.")
+    asyncio.run(one.add("ann", wav_clip(1.5), "ann.wav", entry, backend))
     assert not one.refresh()  # its own change: nothing to reload
     assert other.refresh() and other.is_stored("ann")
     assert not other.refresh()  # nothing changed since

@@ -1,6 +1,7 @@
 """Every bad clip gets its own 4xx, naming the parameter, on the voice API and on both speech paths
 (multipart upload and JSON `ref_audio`); names are validated; builtins cannot be clobbered; changing
-voices needs the admin key. The voice API is engine-agnostic, so a fake engine serves here."""
+voices needs the admin key. The voice API is engine-agnostic, so a fake engine that clones serves
+here."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import httpx
 import numpy as np
 import pytest
 
+from polyvox.backends.fake import FakeBackend
 from voices.clips import wav_bytes, wav_clip
 
 LIMITS = {"voice_min_seconds": 1.0, "voice_max_seconds": 3.0, "max_upload_bytes": 200_000}
@@ -26,7 +28,7 @@ BAD_CLIPS = {
 
 @pytest.fixture
 def url(serve, tmp_path) -> str:
-    return serve(voices_dir=tmp_path, **LIMITS)
+    return serve(FakeBackend(cloning=True), voices_dir=tmp_path, **LIMITS)
 
 
 def upload(url: str, name: str, data: bytes, **fields) -> httpx.Response:
@@ -109,7 +111,7 @@ def test_out_of_range_voice_settings_are_refused(url):
 
 
 def test_changing_voices_needs_the_admin_key(serve, tmp_path):
-    url = serve(voices_dir=tmp_path, api_keys=["user"], admin_api_keys=["admin"])
+    url = serve(FakeBackend(cloning=True), voices_dir=tmp_path, api_keys=["user"], admin_api_keys=["admin"])
     user = {"Authorization": "Bearer user"}
     admin = {"Authorization": "Bearer admin"}
     form = {"name": "anna", "consent": "true"}

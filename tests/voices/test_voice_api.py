@@ -1,7 +1,8 @@
 """The voice API on the tiny VoxCPM2: an uploaded voice is stored, spoken, listed, kept across a
 restart and deleted; a voice added to voices.json by hand is served after a reload; replacing a
-voice's clip never serves the old voice's audio from the cache; with the embedded engine the voice
-API works but cloned voices cannot speak."""
+voice's clip never serves the old voice's audio from the cache; the embedded engine, which cannot
+clone, refuses to store a voice from a clip as it refuses to speak one (422 `cloning_unsupported`,
+in the same words), so the playground's "saved" is never followed by a refusal."""
 
 from __future__ import annotations
 
@@ -128,16 +129,31 @@ def test_replacing_a_voice_under_the_same_name_never_serves_the_old_audio(voxcpm
         assert speak(url, "carol").headers["x-cache"] == "HIT"
 
 
-def test_with_the_embedded_engine_voices_are_stored_but_cloned_ones_cannot_speak(serve, tmp_path):
+def test_the_embedded_engine_refuses_a_voice_from_a_clip_in_the_words_it_refuses_to_speak_one(
+    serve, tmp_path
+):
     embedded = pytest.importorskip("polyvox.backends.embedded")
+    # A voice registered by hand before: the embedded engine lists it but cannot speak it.
+    (tmp_path / "erin.wav").write_bytes(wav_clip())
+    (tmp_path / "voices.json").write_text(json.dumps({"voices": {"erin": {"audio": "erin.wav"}}}))
     url = serve(embedded.EmbeddedBackend(max_workers=1), voices_dir=tmp_path)
-    assert upload(url, "dave", wav_clip()).status_code == 201
-    assert "dave" in listed(url)
-    refused = httpx.post(f"{url}/v1/audio/speech", json={"input": "Hello.", "voice": "dave"})
-    assert refused.status_code == 422
-    error = refused.json()["error"]
-    assert (error["param"], error["code"]) == ("voice", "cloning_unsupported")
-    assert "cannot clone" in error["message"] and "VoxCPM2" in error["message"]
+    spoken = httpx.post(f"{url}/v1/audio/speech", json={"input": "Hello.", "voice": "erin"})
+    assert spoken.status_code == 422
+    speaking = spoken.json()["error"]
+    assert (speaking["param"], speaking["code"]) == ("voice", "cloning_unsupported")
+
+    sdk = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
+        sdk.audio.voices.create(
+            name="dave", consent="true", audio_sample=("dave.wav", wav_clip(), "audio/wav")
+        )
+    storing = refused.value.body
+    assert (storing["param"], storing["code"]) == ("audio_sample", "cloning_unsupported")
+    words = "a cloned voice and the embedded engine cannot clone; serve VoxCPM2"
+    assert words in storing["message"] and words in speaking["message"]
+    assert "dave" not in listed(url) and not (tmp_path / "uploads").exists()
+    assert upload(url, "dave", wav_clip()).json()["error"]["code"] == "cloning_unsupported"  # polyvox's field
+
     one_off = httpx.post(
         f"{url}/v1/audio/speech",
         data={"input": "Hello."},
@@ -149,4 +165,3 @@ def test_with_the_embedded_engine_voices_are_stored_but_cloned_ones_cannot_speak
         f"{url}/v1/audio/speech", json={"input": "Hello.", "voice": "nova", "response_format": "wav"}
     )
     assert builtin.status_code == 200 and decode(builtin.content)[0].size > 0
-    assert httpx.delete(f"{url}/v1/audio/voices/dave").status_code == 200

@@ -9,6 +9,7 @@ import httpx
 import openai
 import pytest
 
+from polyvox.backends.fake import FakeBackend
 from voices.clips import wav_clip
 
 
@@ -22,7 +23,7 @@ def recording(seconds: float = 2.0) -> tuple[str, bytes, str]:
 
 @pytest.fixture
 def url(serve, tmp_path) -> str:
-    return serve(voices_dir=tmp_path)
+    return serve(FakeBackend(cloning=True), voices_dir=tmp_path)
 
 
 def test_every_consent_call_through_the_sdk(url, tmp_path):

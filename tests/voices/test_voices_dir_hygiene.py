@@ -2,7 +2,7 @@
 no registry names) is swept at start; a refused upload writes nothing; a lost `voices.json` (clips
 remain, the registry is gone) is reported at start and by `/admin/reload-voices`, its clips are kept
 and changes are refused, while a fresh directory without one is normal. Storage is engine-agnostic:
-a fake engine serves here."""
+a fake engine that clones serves here."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import uuid
 
 import httpx
 
+from polyvox.backends.fake import FakeBackend
 from voices.clips import wav_clip
 
 
@@ -32,7 +33,7 @@ def files(folder) -> set[str]:
 
 
 def test_what_a_crash_mid_write_left_is_swept_at_start(serve, tmp_path):
-    url = serve(voices_dir=tmp_path)
+    url = serve(FakeBackend(cloning=True), voices_dir=tmp_path)
     assert upload(url, "anna").status_code == 201
     consent = httpx.post(
         f"{url}/v1/audio/voice_consents",
@@ -51,7 +52,7 @@ def test_what_a_crash_mid_write_left_is_swept_at_start(serve, tmp_path):
     planted |= {"bob.0123456789ab.wav", "cons_gone.wav"}
     (tmp_path / "hand-placed.wav").write_bytes(wav_clip())  # an admin's own file: not ours to sweep
 
-    url = serve(voices_dir=tmp_path)  # a restart on the same directory
+    url = serve(FakeBackend(cloning=True), voices_dir=tmp_path)  # a restart on the same directory
     now = files(tmp_path) | files(tmp_path / "uploads") | files(tmp_path / "consents")
     assert now == kept | {"hand-placed.wav"} and not planted & now
     assert httpx.get(f"{url}/v1/audio/voices/anna").status_code == 200
@@ -59,7 +60,7 @@ def test_what_a_crash_mid_write_left_is_swept_at_start(serve, tmp_path):
 
 
 def test_an_upload_refused_for_an_unreadable_registry_writes_nothing(serve, tmp_path):
-    url = serve(voices_dir=tmp_path)
+    url = serve(FakeBackend(cloning=True), voices_dir=tmp_path)
     assert upload(url, "anna").status_code == 201
     (tmp_path / "voices.json").write_text("{ not json")
     before = files(tmp_path / "uploads")
@@ -78,7 +79,7 @@ def test_an_upload_refused_for_an_unreadable_registry_writes_nothing(serve, tmp_
 
 
 def test_a_lost_registry_is_reported_its_clips_kept_and_changes_refused(serve, tmp_path, caplog):
-    url = serve(voices_dir=tmp_path)
+    url = serve(FakeBackend(cloning=True), voices_dir=tmp_path)
     assert upload(url, "anna").status_code == 201
     clips = files(tmp_path / "uploads")
     (tmp_path / "voices.json").unlink()
@@ -92,14 +93,16 @@ def test_a_lost_registry_is_reported_its_clips_kept_and_changes_refused(serve, t
 
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        serve(voices_dir=tmp_path)  # a restart neither sweeps the clips nor stays silent
+        serve(
+            FakeBackend(cloning=True), voices_dir=tmp_path
+        )  # a restart neither sweeps the clips nor stays silent
     assert any("voices.json is missing" in r.getMessage() for r in caplog.records)
     assert files(tmp_path / "uploads") == clips
 
 
 def test_a_fresh_voices_directory_without_a_registry_is_normal(serve, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
-        url = serve(voices_dir=tmp_path / "fresh")
+        url = serve(FakeBackend(cloning=True), voices_dir=tmp_path / "fresh")
     assert not [r for r in caplog.records if "voices" in r.name]
     assert httpx.post(f"{url}/admin/reload-voices").json()["problems"] == []
     assert upload(url, "anna").status_code == 201

@@ -175,6 +175,11 @@ class Backend(Protocol):
     def validate(self, request: SynthesisRequest) -> None:
         """Raise a `BackendInputError` when the request cannot be served by this engine."""
 
+    async def check_voice(self, reference: ReferenceAudio) -> None:
+        """Raise a `BackendInputError` when a voice cloned from `reference` (a stored voice's clip and
+        transcript) could never speak on this engine, so it is refused when stored rather than on every
+        request; nothing by default. Called only when `capabilities.cloning`."""
+
     def generate(self, request: SynthesisRequest) -> AudioStream:
         """Stream the utterance as float32 mono chunks; closing the stream cancels the work."""
         ...

@@ -34,6 +34,7 @@ from polyvox.backends.base import (
     Backend,
     EngineRank,
     PromptCacheStats,
+    ReferenceAudio,
     SynthesisRequest,
 )
 from polyvox.backends.errors import BackendInputError
@@ -122,6 +123,9 @@ class TextPipeline(Backend):
             raise _nothing_to_say()
         for index, piece in enumerate(pieces):
             self.inner.validate(self._piece_request(request, piece, index))
+
+    async def check_voice(self, reference: ReferenceAudio) -> None:
+        await self.inner.check_voice(reference)
 
     def generate(self, request: SynthesisRequest) -> PieceStream:
         """The request's audio as float32 chunks; the returned stream also reports its pieces for usage."""

@@ -256,11 +256,7 @@ class VoiceRegistry:
         stored = self._voices.get(name)
         if stored is not None:
             if not backend.info.capabilities.cloning:
-                raise VoiceUnsupported(
-                    f"voice {name!r} is a cloned voice and the {backend.info.name} engine cannot clone; "
-                    "serve VoxCPM2 (polyvox serve --model CHECKPOINT) to speak with it",
-                    param="voice",
-                )
+                raise cannot_clone(f"voice {name!r} is", backend.info, "voice")
             entry = stored.entry
             return ResolvedVoice(
                 name, entry.source, stored.reference, entry.cfg_value, entry.inference_timesteps
@@ -371,14 +367,25 @@ class VoiceRegistry:
             return []
         return self.store.sweep(BUILTIN_DIR) + self.consents.sweep()
 
-    def add(
-        self, name: str, data: bytes, filename: str, entry: VoiceEntry, param: str = "audio"
+    async def add(
+        self,
+        name: str,
+        data: bytes,
+        filename: str,
+        entry: VoiceEntry,
+        backend: Backend,
+        param: str = "audio",
     ) -> tuple[VoiceDetail, bool]:
         """Check and store a voice from an uploaded clip (`param` names its field), replacing one of
         the same id; it needs consent: `entry.consent_id` citing a consent recording, or
-        `entry.consent` true. Returns its info and whether it replaced another."""
+        `entry.consent` true. Returns its info and whether it replaced another.
+
+        Only a voice `backend` could speak is stored: the clip is checked first (a bad clip is a 400
+        whatever the engine), then an engine that cannot clone refuses it as it would refuse to speak
+        it (VoiceUnsupported), and one that clones checks the clip and transcript fit its prompts
+        (`Backend.check_voice`, a BackendInputError)."""
         voice_id, label = voice_id_for(name)
-        store = self._changeable(voice_id)
+        self._changeable(voice_id)
         if entry.consent_id is None and entry.consent is not True:
             raise VoiceError(
                 "consent: give the id of the speaker's consent recording (POST /v1/audio/voice_consents) "
@@ -386,13 +393,25 @@ class VoiceRegistry:
                 param="consent",
                 code="consent_required",
             )
-        reference = load_clip(data, self.limits, self.clip_rate, param, entry.transcript)
+        reference = await anyio.to_thread.run_sync(
+            load_clip, data, self.limits, self.clip_rate, param, entry.transcript
+        )
+        if not backend.info.capabilities.cloning:
+            raise cannot_clone("a voice made from a clip is", backend.info, param)
+        await backend.check_voice(reference)
         entry = entry.model_copy(update={"label": label, "source": "uploaded"})
+        suffix = Path(filename or "").suffix
+        return await anyio.to_thread.run_sync(self._store_upload, voice_id, data, suffix, entry, reference)
+
+    def _store_upload(
+        self, voice_id: str, data: bytes, suffix: str, entry: VoiceEntry, reference: ReferenceAudio
+    ) -> tuple[VoiceDetail, bool]:
+        store = self._changeable(voice_id)
         with store.locked():  # the cited consent cannot be deleted before the voice is stored
             if entry.consent_id is not None:
                 self._check_consent(entry.consent_id)
                 entry = entry.model_copy(update={"consent": True})
-            return self._store_voice(voice_id, data, Path(filename or "").suffix, entry, reference)
+            return self._store_voice(voice_id, data, suffix, entry, reference)
 
     async def design(
         self, name: str, prompt: str, script: str | None, backend: Backend
@@ -520,6 +539,16 @@ def _clip_key(entry: VoiceEntry, clip_hash: str) -> tuple[bool, str, str | None]
     """What a decoded clip depends on: its bytes, its transcript, and whether it is generated audio
     (a designed voice's clip skips the upload checks)."""
     return entry.source == "designed", clip_hash, entry.transcript or None
+
+
+def cannot_clone(subject: str, engine: BackendInfo, param: str) -> VoiceUnsupported:
+    """The refusal of a cloned voice by an engine that cannot clone, in one wording whether the voice is
+    spoken or uploaded: "`subject` a cloned voice and the ... engine cannot clone; ..."."""
+    return VoiceUnsupported(
+        f"{subject} a cloned voice and the {engine.name} engine cannot clone; serve VoxCPM2 "
+        "(polyvox serve --model CHECKPOINT) to speak with it",
+        param=param,
+    )
 
 
 def designs_voices(info: BackendInfo) -> bool:

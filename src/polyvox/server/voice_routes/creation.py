@@ -11,7 +11,6 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-import anyio
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
@@ -44,7 +43,7 @@ async def create_from_fields(
         raise APIError(400, "name: a voice name is required", param="name", code="missing_required_parameter")
     if _creation_type(fields) == "prompt":
         return await _from_prompt(request, registry, name, fields)
-    return await _from_sample(registry, name, fields)
+    return await _from_sample(request, registry, name, fields)
 
 
 def _creation_type(fields: Mapping[str, Any]) -> str:
@@ -58,8 +57,9 @@ def _creation_type(fields: Mapping[str, Any]) -> str:
 
 
 async def _from_sample(
-    registry: VoiceRegistry, name: str, fields: Mapping[str, Any]
+    request: Request, registry: VoiceRegistry, name: str, fields: Mapping[str, Any]
 ) -> tuple[VoiceDetail, bool]:
+    """A voice from an uploaded clip, stored only when the served engine could speak with it."""
     param = next((f for f in AUDIO_FIELDS if isinstance(fields.get(f), UploadFile)), None)
     if param is None:
         raise APIError(
@@ -85,7 +85,7 @@ async def _from_sample(
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
     data = await upload.read()
-    return await anyio.to_thread.run_sync(registry.add, name, data, upload.filename or "", entry, param)
+    return await registry.add(name, data, upload.filename or "", entry, request.app.state.backend, param)
 
 
 async def _from_prompt(
