@@ -34,7 +34,7 @@ from polyvox.batching.config import BatchingConfig  # noqa: E402
 from polyvox.batching.core import BatchingCore  # noqa: E402
 from polyvox.models.architectures import ARCHS  # noqa: E402
 from polyvox.models.model_source import checkpoint_source  # noqa: E402
-from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint  # noqa: E402
+from polyvox.models.random_checkpoint import write_random_checkpoint  # noqa: E402
 
 TEXT = cpu_compare.TEXT
 CPU = torch.device("cpu")

@@ -29,8 +29,8 @@ import engine_bench  # noqa: E402
 
 from polyvox.batching.config import BatchingConfig  # noqa: E402
 from polyvox.batching.core import BatchingCore  # noqa: E402
+from polyvox.models.random_checkpoint import write_random_checkpoint  # noqa: E402
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2  # noqa: E402
-from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint  # noqa: E402
 
 TEXT = "The quick brown fox jumps over the lazy dog while the band plays on."
 

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run_random(args: argparse.Namespace) -> int:
-    from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint
+    from polyvox.models.random_checkpoint import write_random_checkpoint
 
     out = write_random_checkpoint(args.out, args.size, args.seed, args.arch)
     print(f"wrote a random {args.size} {args.arch} checkpoint to {out}")

@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from helpers.serve_process import free_port
-from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint
+from polyvox.models.random_checkpoint import write_random_checkpoint
 
 POLYVOX = [sys.executable, "-m", "polyvox.cli"]
 

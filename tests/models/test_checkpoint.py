@@ -14,9 +14,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from polyvox.models.random_checkpoint import write_random_checkpoint
 from polyvox.models.voxcpm2.checkpoint import CheckpointError
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
-from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint
 
 TEXT = "Hello world."
 GEN = dict(seed=1, max_len=4, min_len=2, inference_timesteps=2)

@@ -13,8 +13,8 @@ import torch
 from safetensors.torch import load_file
 
 from helpers.official import import_voxcpm
+from polyvox.models.random_checkpoint import write_random_checkpoint
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
-from polyvox.models.voxcpm2.random_checkpoint import write_random_checkpoint
 
 TEXT = "Hello world, this is a test."
 GEN = dict(max_len=4, min_len=2, inference_timesteps=3, cfg_value=2.0)

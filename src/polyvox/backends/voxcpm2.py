@@ -44,10 +44,9 @@ from polyvox.engine_core.request import EngineReference, EngineRequest
 from polyvox.engine_core.stats import combined_stats
 from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN, cfg_value_in_range
 from polyvox.models.architectures import clones_from_clip_alone, designs_voices
+from polyvox.models.interface import Prompt, SpeechModel
 from polyvox.models.lora.files import AdapterError
 from polyvox.models.model_source import ModelSource
-from polyvox.models.voxcpm2.loaded_model import VoxCPM2
-from polyvox.models.voxcpm2.prompt import Prompt
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
 
@@ -57,7 +56,7 @@ MAX_REFERENCE_SECONDS = 60.0
 class VoxCPM2Backend(Backend):
     def __init__(
         self,
-        model: VoxCPM2 | ModelSource,
+        model: SpeechModel | ModelSource,
         config: BatchingConfig | None = None,
         *,
         model_id: str = "voxcpm2",
@@ -181,7 +180,7 @@ class VoxCPM2Backend(Backend):
 
     # the in-thread engine's parts, for tests that reach into it
     @property
-    def model(self) -> VoxCPM2:
+    def model(self) -> SpeechModel:
         engine = self._in_thread()
         if engine.prompts is None:
             raise RuntimeError("the VoxCPM2 model is not loaded yet")

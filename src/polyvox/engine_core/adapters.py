@@ -9,9 +9,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from polyvox.models.interface import SpeechModel
 from polyvox.models.lora.bank import Adapter, AdapterBank
 from polyvox.models.lora.files import AdapterError, AdapterFiles
-from polyvox.models.voxcpm2.model import VoxCPM2LM
 
 log = logging.getLogger(__name__)
 
@@ -33,16 +33,17 @@ class AdapterOptions:
 
 
 class EngineAdapters:
-    """A rank's adapters: the ones in `options.loaded` are registered when the rank starts (AdapterError
-    stops it: a server must not come up without an adapter it was told to serve). Made before the
-    batching core, so the slots' memory is taken before the KV cache is sized from what is left, and a
-    model it compiles is compiled with the adapters' hooks (`compiled`). No bank when LoRA is off."""
+    """A rank's adapters, in its model's LM: the ones in `options.loaded` are registered when the rank
+    starts (AdapterError stops it: a server must not come up without an adapter it was told to serve).
+    Made before the batching core, so the slots' memory is taken before the KV cache is sized from what
+    is left, and a model it compiles is compiled with the adapters' hooks (`compiled`). No bank when
+    LoRA is off."""
 
-    def __init__(self, lm: VoxCPM2LM, options: AdapterOptions, compiled: bool = False) -> None:
+    def __init__(self, model: SpeechModel, options: AdapterOptions, compiled: bool = False) -> None:
         self.bank: AdapterBank | None = None
         if not options.serving:
             return
-        self.bank = lm.serve_adapters(options.max_loaded, options.max_rank, hook_all=compiled)
+        self.bank = model.lm.serve_adapters(options.max_loaded, options.max_rank, hook_all=compiled)
         log.info(
             "LoRA: %.1f MiB reserved for %d adapter slots of rank %d",
             self.bank.nbytes / 2**20,

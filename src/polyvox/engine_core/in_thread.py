@@ -17,8 +17,8 @@ from polyvox.engine_core.prompts import PromptBuilder
 from polyvox.engine_core.request import EngineRequest
 from polyvox.engine_core.stats import EngineRank, PromptCacheStats
 from polyvox.engine_core.worker import EngineWorker
+from polyvox.models.interface import SpeechModel
 from polyvox.models.model_source import ModelSource
-from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
 
 class InThreadEngine:
@@ -27,11 +27,11 @@ class InThreadEngine:
 
     restarts_itself = False  # a dead step loop is rebuilt by the server's supervisor
 
-    def __init__(self, model: VoxCPM2 | ModelSource, options: WorkerOptions) -> None:
+    def __init__(self, model: SpeechModel | ModelSource, options: WorkerOptions) -> None:
         self._source = model if isinstance(model, ModelSource) else None
         self.options = options
         self.prompts: PromptBuilder | None = None
-        if isinstance(model, VoxCPM2):
+        if not isinstance(model, ModelSource):
             self.prompts = options.prompt_builder(model)
         self.worker: EngineWorker | None = None
         self.step_loop: AsyncBatchingCore | None = None

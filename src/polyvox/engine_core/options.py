@@ -10,7 +10,7 @@ from polyvox.engine_core.adapters import AdapterOptions
 from polyvox.engine_core.prompt_cache import VoicePromptCache
 from polyvox.engine_core.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE, PromptBuilder
 from polyvox.engine_core.worker import EngineWorker
-from polyvox.models.voxcpm2.loaded_model import VoxCPM2
+from polyvox.models.interface import SpeechModel
 
 
 @dataclass
@@ -23,7 +23,7 @@ class WorkerOptions:
     torch_threads: int | None = None  # PyTorch's intra-op threads (process-wide); None: its default
     adapters: AdapterOptions = field(default_factory=AdapterOptions)
 
-    def prompt_builder(self, model: VoxCPM2, cache: VoicePromptCache | None = None) -> PromptBuilder:
+    def prompt_builder(self, model: SpeechModel, cache: VoicePromptCache | None = None) -> PromptBuilder:
         return PromptBuilder(
             model,
             cfg_value=self.cfg_value,

@@ -1,10 +1,8 @@
-"""`PromptBuilder`: what the batching core runs for an `EngineRequest` on a loaded VoxCPM2: the prompt
+"""`PromptBuilder`: what the batching core runs for an `EngineRequest` on a loaded model: the prompt
 (tokenised text, voice design, the reference clip VAE-encoded through the voice prompt cache) and the
 `SamplingParams` (defaults, length caps, the refusal of a prompt that leaves no room to speak)."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import torch
 
@@ -14,12 +12,7 @@ from polyvox.batching.sequence import SamplingParams
 from polyvox.engine_core.prompt_cache import VoicePromptCache
 from polyvox.engine_core.request import EngineReference, EngineRequest
 from polyvox.models.architectures import clones_from_clip_alone
-from polyvox.models.voxcpm2.generate import capped_max_len
-from polyvox.models.voxcpm2.loaded_model import VoxCPM2
-from polyvox.models.voxcpm2.prompt import Prompt
-
-if TYPE_CHECKING:
-    from polyvox.models.voxcpm2.audio_in import Padding
+from polyvox.models.interface import Padding, Prompt, SpeechModel
 
 DEFAULT_MAX_PATCHES = 2000
 DEFAULT_MIN_PATCHES = 2
@@ -31,7 +24,7 @@ class PromptBuilder:
 
     def __init__(
         self,
-        model: VoxCPM2,
+        model: SpeechModel,
         *,
         cfg_value: float = 2.0,
         inference_timesteps: int = 10,
@@ -53,7 +46,7 @@ class PromptBuilder:
         if request.max_patches is not None:
             max_len = request.max_patches
         else:
-            max_len = capped_max_len(prompt, self.max_patches)
+            max_len = self.model.capped_max_len(prompt, self.max_patches)
         room = kv_positions
         limit = min(self.model.config.max_length, self.model.config.lm_config.max_position_embeddings)
         room = min(room, limit) - len(prompt)
@@ -118,9 +111,7 @@ class PromptBuilder:
         """The clip's latent patches, from the prompt cache or encoded now."""
 
         def encode() -> torch.Tensor:
-            from polyvox.models.voxcpm2.audio_in import encode_wav
-
-            samples = resample_clip(ref.samples, ref.sample_rate, self.model.vae.sample_rate)
-            return encode_wav(self.model.vae, samples, self.model.config.patch_size, padding)
+            samples = resample_clip(ref.samples, ref.sample_rate, self.model.reference_rate)
+            return self.model.encode_clip(samples, padding)
 
         return self.prompt_cache.get_or_encode((ref.content_hash, padding), encode)

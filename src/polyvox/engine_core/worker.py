@@ -1,4 +1,4 @@
-"""`EngineWorker`: the engine side of serving any VoxCPM release, a loaded model with its `BatchingCore`
+"""`EngineWorker`: the engine side of serving a model of any family, a loaded model with its `BatchingCore`
 and the `PromptBuilder` that turns an `EngineRequest` into what the core runs. The in-thread engine
 and the engine process both use it, so they make the same audio."""
 
@@ -14,7 +14,7 @@ from polyvox.batching.sequence import SamplingParams
 from polyvox.engine_core.adapters import AdapterOptions, EngineAdapters
 from polyvox.engine_core.prompts import PromptBuilder
 from polyvox.engine_core.request import EngineRequest
-from polyvox.models.voxcpm2.prompt import Prompt
+from polyvox.models.interface import Prompt
 from polyvox.startup import stage
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ class EngineWorker:
         model = prompts.model
         self.prompts = prompts
         self.config = config
-        self.adapters = EngineAdapters(model.lm, adapters or AdapterOptions(), compiled=config.compile)
+        self.adapters = EngineAdapters(model, adapters or AdapterOptions(), compiled=config.compile)
         with stage("build the batching core (KV cache, attention, compile)"):
             self.core = BatchingCore(model.lm, model.vae, model.config, config, model.device, model.dtype)
         log.info(

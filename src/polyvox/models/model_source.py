@@ -1,4 +1,4 @@
-"""`ModelSource`: a VoxCPM model the server will load, known before it loads. A checkpoint is checked
+"""`ModelSource`: a model of any family the server will load, known before it loads. A checkpoint is checked
 at once (its files, config and the LM's tensor names and shapes from the safetensors header) so a
 broken one fails before the server listens; downloading and loading the weights then run in the
 background while `/ready` answers 503. The release (`arch`: voxcpm1, voxcpm1.5 or voxcpm2) is read
@@ -14,6 +14,7 @@ import torch
 from pydantic import ValidationError
 
 from polyvox.models.architectures import arch_of, config_for_arch, model_class, parse_config, vae_config
+from polyvox.models.loaded_model import LoadedModel
 from polyvox.models.voxcpm2.checkpoint import (
     CheckpointError,
     download_checkpoint,
@@ -24,7 +25,6 @@ from polyvox.models.voxcpm2.checkpoint import (
     resolve_dtype,
 )
 from polyvox.models.voxcpm2.config import VoxCPM2Config
-from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.startup import stage
 
 
@@ -37,7 +37,7 @@ class ModelSource:
     dtype: torch.dtype
     sample_rate: int
     reference_rate: int
-    load: Callable[[], VoxCPM2]
+    load: Callable[[], LoadedModel]
     arch: str = "voxcpm2"
 
 
@@ -64,7 +64,7 @@ def checkpoint_source(
     if directory is not None:
         model.check(directory)
 
-    def load() -> VoxCPM2:
+    def load() -> LoadedModel:
         where = directory or download_checkpoint(str(path_or_repo))
         return model.load(where, device=resolved_device, dtype=resolved_dtype)
 
@@ -79,7 +79,7 @@ def random_source(
     resolved_device = resolve_device(device)
     resolved_dtype = resolve_dtype(dtype, resolved_device)
 
-    def load() -> VoxCPM2:
+    def load() -> LoadedModel:
         with stage(f"make random {size} weights on {resolved_device}"):
             return model_class(arch).random(size, device=resolved_device, dtype=resolved_dtype, config=config)
 

@@ -1,6 +1,7 @@
-"""`VoxCPM1`: a loaded VoxCPM 1.x model (VoxCPM-0.5B or VoxCPM 1.5), VoxCPM2's loaded model with its own
-config, LM and AudioVAE classes and the prompt modes VoxCPM 1.x has: zero-shot and continuation from a
-transcribed clip. It has no voice design and no isolated reference cloning."""
+"""`VoxCPM1`: a loaded VoxCPM 1.x model (VoxCPM-0.5B or VoxCPM 1.5): its config, LM and AudioVAE classes
+and the prompt modes VoxCPM 1.x has, zero-shot and continuation from a transcribed clip. It has no
+voice design and no isolated reference cloning. What every family's loaded model does (load, check,
+random weights, batch-1 synthesis) is `LoadedModel`'s."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import os
 
 import torch
 
+from polyvox.models.loaded_model import AudioInput, LoadedModel, collapse_whitespace
 from polyvox.models.voxcpm2.audio_vae import AudioVAE
 from polyvox.models.voxcpm2.config import VoxCPM2Config
-from polyvox.models.voxcpm2.loaded_model import AudioInput, VoxCPM2, _collapse_whitespace
 from polyvox.models.voxcpm2.prompt import Prompt, build_prompt
 
 from .audio_vae import AudioVAEV1
@@ -31,7 +32,7 @@ def v1_config(variant: Variant, size: str) -> VoxCPM1Config:
     return VoxCPM1Config.tiny(variant) if size == "tiny" else VoxCPM1Config.full(variant)
 
 
-class VoxCPM1(VoxCPM2):
+class VoxCPM1(LoadedModel):
     config: VoxCPM1Config
     config_class = VoxCPM1Config
     lm_class = VoxCPM1LM
@@ -40,6 +41,10 @@ class VoxCPM1(VoxCPM2):
     def make_vae(config: VoxCPM2Config) -> AudioVAE:
         assert isinstance(config, VoxCPM1Config)
         return AudioVAEV1(config.vae_config)
+
+    @classmethod
+    def default_config(cls, size: str) -> VoxCPM1Config:
+        return v1_config("voxcpm1.5", size)
 
     @property
     def arch(self) -> str:
@@ -78,7 +83,7 @@ class VoxCPM1(VoxCPM2):
             )
         return build_prompt(
             self.tokenizer,
-            _collapse_whitespace(text),
+            collapse_whitespace(text),
             patch_size=self.config.patch_size,
             feat_dim=self.config.feat_dim,
             prompt_text=prompt_text,

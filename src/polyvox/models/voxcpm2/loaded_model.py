@@ -1,219 +1,33 @@
-"""`VoxCPM2`: the loaded model as one object (config, tokenizer, LM, AudioVAE), with reference-audio
-encoding and a simple batch-1 `synthesize`; the serving engine drives the same parts batched."""
+"""`VoxCPM2`: a loaded VoxCPM2 (its config, LM and AudioVAE classes, its random configs) and its prompts:
+zero-shot, voice design, reference cloning, continuation of a transcribed clip, and both."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import re
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import ClassVar
-
-import numpy as np
-import torch
-from pydantic import ValidationError
-from torch import nn
-
-from polyvox.models.voxcpm2.audio_in import Padding, encode_audio_bytes
-from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig, fold_weight_norm
-from polyvox.models.voxcpm2.checkpoint import (
-    REFETCH_HINT,
-    VAE_FILES,
-    VAE_PREFIX,
-    CheckpointError,
-    compare_keys,
-    load_weights,
-    read_config,
-    read_shapes,
-    read_weights,
-    resolve_checkpoint,
-    resolve_device,
-    resolve_dtype,
-    weight_files,
-)
+from polyvox.models.loaded_model import AudioInput, LoadedModel, collapse_whitespace
+from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.voxcpm2.config import VoxCPM2Config
-from polyvox.models.voxcpm2.generate import capped_max_len, generate_latents
 from polyvox.models.voxcpm2.model import VoxCPM2LM
 from polyvox.models.voxcpm2.prompt import Prompt, build_prompt
-from polyvox.models.voxcpm2.tokenizer import VoxCPM2Tokenizer
-from polyvox.startup import stage
+from polyvox.models.voxcpm2.random_checkpoint import config_for
 
-AudioInput = bytes | torch.Tensor
-
-
-@contextlib.contextmanager
-def _skip_init():
-    """Modules whose every weight is about to be overwritten need no random initialisation."""
-    saved = nn.Linear.reset_parameters, nn.Embedding.reset_parameters
-    nn.Linear.reset_parameters = nn.Embedding.reset_parameters = lambda self: None  # type: ignore[method-assign, assignment]
-    try:
-        yield
-    finally:
-        nn.Linear.reset_parameters, nn.Embedding.reset_parameters = saved  # type: ignore[method-assign]
+__all__ = ["AudioInput", "VoxCPM2"]
 
 
-def _build_lm(
-    config: VoxCPM2Config,
-    state: dict[str, torch.Tensor],
-    source: str,
-    device,
-    dtype,
-    lm_class: type[VoxCPM2LM] = VoxCPM2LM,
-) -> VoxCPM2LM:
-    with torch.device("meta"):
-        report = compare_keys(lm_class(config), state)
-    if report:
-        raise CheckpointError(f"{source} does not fit {lm_class.__name__}: {report}")
-    with _skip_init(), torch.device(device):
-        lm = lm_class(config)
-    lm = lm.to(dtype)
-    load_weights(lm, state, source)
-    return lm.eval()
-
-
-def _build_vae(vae: AudioVAE, state: dict[str, torch.Tensor], source: str, device) -> AudioVAE:
-    load_weights(vae, fold_weight_norm(state), source)
-    return vae.to(device).eval()
-
-
-def _collapse_whitespace(text: str) -> str:
-    return re.sub(r"\s+", " ", text.replace("\n", " "))
-
-
-@dataclass
-class VoxCPM2:
-    config: VoxCPM2Config
-    tokenizer: VoxCPM2Tokenizer
-    lm: VoxCPM2LM
-    vae: AudioVAE
-
-    # what a subclass for another VoxCPM release swaps in (VoxCPM 1.x: voxcpm1/loaded_model.py)
-    config_class: ClassVar[type[VoxCPM2Config]] = VoxCPM2Config
-    lm_class: ClassVar[type[VoxCPM2LM]] = VoxCPM2LM
+class VoxCPM2(LoadedModel):
+    config_class = VoxCPM2Config
+    lm_class = VoxCPM2LM
 
     @staticmethod
     def make_vae(config: VoxCPM2Config) -> AudioVAE:
-        """An untrained AudioVAE of `config`'s shape."""
         return AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config))
+
+    @classmethod
+    def default_config(cls, size: str) -> VoxCPM2Config:
+        return config_for(size)
 
     @property
     def arch(self) -> str:
-        """The architecture's name, as `/v1/models` and `--arch` spell it."""
         return "voxcpm2"
-
-    @property
-    def device(self) -> torch.device:
-        return self.lm.device
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.lm.dtype
-
-    @property
-    def sample_rate(self) -> int:
-        """Rate of the synthesised audio (48 kHz)."""
-        return self.vae.out_sample_rate
-
-    @property
-    def reference_rate(self) -> int:
-        """Rate a reference clip is VAE-encoded at: the AudioVAE's input rate (16 kHz)."""
-        return self.vae.sample_rate
-
-    @property
-    def patch_samples(self) -> int:
-        """Output samples per generated patch (7,680 = 160 ms at 48 kHz)."""
-        return self.config.patch_size * self.vae.decode_chunk_size
-
-    @classmethod
-    def load(
-        cls,
-        path_or_repo: str | os.PathLike,
-        device: str | torch.device | None = "auto",
-        dtype: str | torch.dtype | None = "auto",
-    ) -> VoxCPM2:
-        """Load a checkpoint directory (official layout) or Hugging Face repo id. The LM runs in `dtype`
-        (auto: bfloat16 on CUDA, float32 on CPU); the AudioVAE stays float32, as in the official code."""
-        directory = resolve_checkpoint(path_or_repo)
-        config = cls.check(directory)
-        device = resolve_device(device)
-        dtype = resolve_dtype(dtype, device)
-        with stage(f"load weights from {directory} to {device}"):
-            lm_state, vae_state, lm_source, vae_source = read_weights(directory)
-            vae = _build_vae(cls.make_vae(config), vae_state, vae_source, device)
-            lm = _build_lm(config, lm_state, lm_source, device, dtype, cls.lm_class)
-            tokenizer = VoxCPM2Tokenizer.from_pretrained(directory)
-        return cls(config, tokenizer, lm, vae)
-
-    @classmethod
-    def check(cls, directory: Path) -> VoxCPM2Config:
-        """The checkpoint's config, once its files are there and the LM's tensor names and shapes (from
-        the safetensors header, no weights read) fit it: cheap enough to run before the server listens.
-        CheckpointError names what is wrong."""
-        try:
-            config = cls.config_class.model_validate(read_config(directory))
-        except ValidationError as exc:
-            name = cls.config_class.__name__.removesuffix("Config")
-            raise CheckpointError(f"{directory / 'config.json'} is not a {name} config: {exc}") from exc
-        if not (directory / "tokenizer.json").is_file():
-            raise CheckpointError(f"{directory} has no tokenizer.json")
-        lm_path, vae_path = weight_files(directory)
-        shapes = read_shapes(lm_path)
-        if shapes is None:
-            return config  # a torch pickle has no header: it is checked as it loads
-        if vae_path is None and not any(name.startswith(VAE_PREFIX) for name in shapes):
-            raise CheckpointError(
-                f"{directory} has no AudioVAE weights (expected one of {', '.join(VAE_FILES)}); "
-                + REFETCH_HINT
-            )
-        lm_shapes = {k: v for k, v in shapes.items() if not k.startswith(VAE_PREFIX)}
-        with torch.device("meta"):
-            report = compare_keys(cls.lm_class(config), lm_shapes)
-        if report:
-            raise CheckpointError(f"{lm_path} does not fit {cls.lm_class.__name__}: {report}")
-        return config
-
-    @classmethod
-    def random(
-        cls,
-        size: str = "tiny",
-        device: str | torch.device | None = "auto",
-        dtype: str | torch.dtype | None = "auto",
-        seed: int = 0,
-        tokenizer_dir: str | os.PathLike | None = None,
-        config: VoxCPM2Config | None = None,
-    ) -> VoxCPM2:
-        """Random weights in memory: the same weights `write_random_checkpoint(size=size, seed=seed)` writes
-        (of `config`, by default the VoxCPM2 config of `size`). The test tokenizer is written to
-        `tokenizer_dir` (a temporary directory when not given)."""
-        import tempfile
-
-        from polyvox.models.voxcpm2.random_checkpoint import config_for, random_lm_tensors, random_vae
-        from polyvox.models.voxcpm2.tokenizer import build_test_tokenizer
-
-        config = config or config_for(size)
-        device = resolve_device(device)
-        dtype = resolve_dtype(dtype, device)
-        state = dict(random_lm_tensors(config, seed, dtype=config.torch_dtype, lm_class=cls.lm_class))
-        lm = _build_lm(config, state, f"random {size} weights", device, dtype, cls.lm_class)
-        vae = random_vae(config, seed, cls.make_vae).to(device)
-        with contextlib.ExitStack() as stack:
-            if tokenizer_dir is None:
-                tokenizer_dir = stack.enter_context(tempfile.TemporaryDirectory())
-            build_test_tokenizer(tokenizer_dir, config.lm_config.vocab_size)
-            tokenizer = VoxCPM2Tokenizer.from_pretrained(tokenizer_dir)
-        return cls(config, tokenizer, lm, vae)
-
-    def encode_reference(self, data: bytes, padding: Padding = "right") -> torch.Tensor:
-        """Audio file bytes -> latent patches [T, P, D] (right padding for a reference, left for a
-        continuation prompt). Raises polyvox.audio.errors.AudioDecodeError for undecodable bytes."""
-        return encode_audio_bytes(self.vae, data, self.config.patch_size, padding)
-
-    def _feats(self, audio: AudioInput | None, padding: Padding) -> torch.Tensor | None:
-        if audio is None or isinstance(audio, torch.Tensor):
-            return audio
-        return self.encode_reference(audio, padding)
 
     def build_prompt(
         self,
@@ -226,7 +40,7 @@ class VoxCPM2:
     ) -> Prompt:
         return build_prompt(
             self.tokenizer,
-            _collapse_whitespace(text),
+            collapse_whitespace(text),
             patch_size=self.config.patch_size,
             feat_dim=self.config.feat_dim,
             description=instructions,
@@ -234,64 +48,3 @@ class VoxCPM2:
             prompt_text=prompt_text,
             prompt_audio=self._feats(prompt_audio, "left"),
         )
-
-    def synthesize(
-        self,
-        text: str,
-        *,
-        instructions: str | None = None,
-        reference: AudioInput | None = None,
-        prompt_text: str | None = None,
-        prompt_audio: AudioInput | None = None,
-        seed: int | None = None,
-        cfg_value: float = 2.0,
-        inference_timesteps: int = 10,
-        max_len: int = 2000,
-        min_len: int = 2,
-        stream: bool = False,
-    ) -> np.ndarray | Iterator[np.ndarray]:
-        """Speech for `text` as float32 samples at `sample_rate`, or (stream=True) an iterator of 160 ms
-        chunks. `instructions` designs a voice; `reference` clones one; `prompt_text` + `prompt_audio`
-        continue a transcribed clip. Audio is file bytes or latent patches [T, P, D]. Generation is capped
-        at 6 x the text's tokens + 10 patches, as in the official code."""
-        prompt = self.build_prompt(
-            text,
-            instructions=instructions,
-            reference=reference,
-            prompt_text=prompt_text,
-            prompt_audio=prompt_audio,
-        )
-        patches = generate_latents(
-            self.lm,
-            prompt,
-            cfg_value=cfg_value,
-            inference_timesteps=inference_timesteps,
-            min_len=min_len,
-            max_len=capped_max_len(prompt, max_len),
-            seed=seed,
-        )
-        if stream:
-            return self._stream(prompt, patches)
-        return self._decode_all(prompt, patches)
-
-    def _latents(self, patches: list[torch.Tensor] | torch.Tensor) -> torch.Tensor:
-        """Patches [T, P, D] -> VAE latents [1, D, T*P] (float32, on the VAE's device)."""
-        stacked = patches if isinstance(patches, torch.Tensor) else torch.stack(patches)
-        return stacked.flatten(0, 1).transpose(0, 1).unsqueeze(0).to(self.vae_device, torch.float32)
-
-    @property
-    def vae_device(self) -> torch.device:
-        return next(self.vae.parameters()).device
-
-    def _decode_all(self, prompt: Prompt, patches: Iterator[torch.Tensor]) -> np.ndarray:
-        context = list(prompt.context_patches)
-        audio = self.vae.decode(self._latents(context + list(patches)))
-        return audio[0, 0, len(context) * self.patch_samples :].float().cpu().numpy()
-
-    def _stream(self, prompt: Prompt, patches: Iterator[torch.Tensor]) -> Iterator[np.ndarray]:
-        state = self.vae.init_stream_state(1)
-        if len(prompt.context_patches):  # prime the causal decoder with the prompt's tail
-            _, state = self.vae.decode_stream(self._latents(prompt.context_patches), state)
-        for patch in patches:
-            audio, state = self.vae.decode_stream(self._latents(patch.unsqueeze(0)), state)
-            yield audio[0].float().cpu().numpy()

@@ -1,15 +1,15 @@
-"""Random-weight VoxCPM2 checkpoints in the official layout, for tests and benchmarks: the LM gets N(0, 0.02)
-matrices (norm weights 1, biases 0), the AudioVAE its default initialisation, both from one seed."""
+"""Random weights for tests and benchmarks, of any family that builds on VoxCPM2's parts: the LM gets
+N(0, 0.02) matrices (norm weights 1, biases 0), the AudioVAE its default initialisation, both from one
+seed; `write_safetensors` writes them tensor by tensor. `models/random_checkpoint.py` makes a whole
+checkpoint directory of them."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal
 
 import torch
 
@@ -17,7 +17,6 @@ from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
 
-Size = Literal["tiny", "full"]
 _SAFETENSORS_DTYPES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}
 
 
@@ -87,27 +86,3 @@ def write_safetensors(path: Path, shapes: dict[str, torch.Size], dtype: torch.dt
             if name != got_name or tensor.shape != shape or tensor.dtype != dtype:
                 raise ValueError(f"tensor {got_name} {tuple(tensor.shape)} does not match the header")
             f.write(tensor.contiguous().reshape(-1).view(torch.uint8).numpy().data)
-
-
-def write_random_checkpoint(
-    out_dir: str | os.PathLike, size: Size = "tiny", seed: int = 0, arch: str = "voxcpm2"
-) -> Path:
-    """A complete checkpoint directory of `arch` (config.json, model.safetensors, audiovae.pth with
-    weight-norm pairs under "state_dict", tokenizer files) with random weights; tiny is float32, full
-    bfloat16."""
-    from polyvox.models.architectures import config_for_arch, model_class
-    from polyvox.models.voxcpm2.tokenizer import build_test_tokenizer
-
-    config = config_for_arch(arch, size)
-    model = model_class(arch)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    config.to_json(out / "config.json")
-    partial = out / "model.safetensors.partial"
-    tensors = random_lm_tensors(config, seed, lm_class=model.lm_class)
-    write_safetensors(partial, lm_shapes(config, model.lm_class), config.torch_dtype, tensors)
-    partial.replace(out / "model.safetensors")
-    vae = random_vae(config, seed, model.make_vae)
-    torch.save({"state_dict": vae.official_state_dict()}, out / "audiovae.pth")
-    build_test_tokenizer(out, config.lm_config.vocab_size)
-    return out

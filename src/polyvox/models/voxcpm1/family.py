@@ -1,0 +1,34 @@
+"""The VoxCPM 1.x family as polyvox registers it (models/architectures.py): VoxCPM-0.5B (`voxcpm1`) and
+VoxCPM 1.5 (`voxcpm1.5`), which config.json names alike (`voxcpm`) and tells apart by its AudioVAE."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from polyvox.models.family import ModelFamily
+from polyvox.models.voxcpm1.config import Variant, VoxCPM1Config
+from polyvox.models.voxcpm1.loaded_model import VoxCPM1, v1_config
+from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
+from polyvox.models.voxcpm2.config import VoxCPM2Config
+
+
+def _config_for(arch: str, size: str) -> VoxCPM2Config:
+    return v1_config(cast(Variant, arch), size)
+
+
+def _arch_of(config: VoxCPM2Config) -> str:
+    return cast(VoxCPM1Config, config).variant
+
+
+def _vae_config(config: VoxCPM2Config) -> AudioVAEConfig:
+    return cast(VoxCPM1Config, config).vae_config
+
+
+FAMILY = ModelFamily(
+    config_architecture="voxcpm",
+    archs=("voxcpm1", "voxcpm1.5"),
+    model_class=VoxCPM1,
+    config_for=_config_for,
+    arch_of=_arch_of,
+    vae_config=_vae_config,
+)

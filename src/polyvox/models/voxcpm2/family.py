@@ -1,0 +1,29 @@
+"""The VoxCPM2 family as polyvox registers it (models/architectures.py): one release, `voxcpm2`."""
+
+from __future__ import annotations
+
+from polyvox.models.family import ModelFamily
+from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
+from polyvox.models.voxcpm2.config import VoxCPM2Config
+from polyvox.models.voxcpm2.loaded_model import VoxCPM2
+from polyvox.models.voxcpm2.random_checkpoint import config_for
+
+
+def _config_for(arch: str, size: str) -> VoxCPM2Config:
+    return config_for(size)
+
+
+def _vae_config(config: VoxCPM2Config) -> AudioVAEConfig:
+    return AudioVAEConfig.from_dict(config.audio_vae_config)
+
+
+FAMILY = ModelFamily(
+    config_architecture="voxcpm2",
+    archs=("voxcpm2",),
+    model_class=VoxCPM2,
+    config_for=_config_for,
+    arch_of=lambda config: "voxcpm2",
+    vae_config=_vae_config,
+    designs_voices=True,
+    clones_from_clip_alone=True,
+)
