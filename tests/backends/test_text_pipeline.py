@@ -38,7 +38,7 @@ class Recorder(BackendWrapper):
         self.audio: dict[int, list[np.ndarray]] = {}
 
     async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
-        index = int(request.request_id.rsplit(".", 1)[1])
+        index = request.piece
         self.events.append(("start", index))
         self.audio[index] = []
         chunks = self.inner.generate(request)
@@ -236,7 +236,7 @@ def test_every_piece_shares_the_voice_and_one_seed():
     assert len(seen) == 4
     assert {(r.voice, r.instructions) for r in seen} == {("nova", "calm")}
     assert len({r.seed for r in seen}) == 1 and seen[0].seed is not None
-    assert [r.request_id for r in seen] == ["r.0", "r.1", "r.2", "r.3"]
+    assert [(r.request_id, r.piece) for r in seen] == [("r", 0), ("r", 1), ("r", 2), ("r", 3)]
 
 
 def test_a_failing_piece_fails_the_stream_after_the_earlier_pieces_and_frees_the_rest():

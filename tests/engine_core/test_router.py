@@ -64,13 +64,13 @@ def test_a_voice_is_its_reference_clip_or_its_design_text():
 
 
 def test_a_long_inputs_later_pieces_follow_its_first_while_that_rank_is_up():
-    """The text front end names a long input's pieces `ID.0`, `ID.1`...: they go where piece 0 went,
+    """A long input's pieces (one `request_id`, `piece` 0, 1, ...) go where piece 0 went,
     however the loads move; another request is routed by load; a piece whose rank is down is routed
     afresh and the rest follow it there. Routing counts the request once."""
     router = Router(2)
 
     def piece(request: str, index: int) -> EngineRequest:
-        return EngineRequest(text=f"Piece {index}.", request_id=f"{request}.{index}")
+        return EngineRequest(text=f"Piece {index}.", request_id=request, piece=index)
 
     first = router.route([0, 0], piece("a", 0))
     other = 1 - first

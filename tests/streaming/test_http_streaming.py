@@ -149,7 +149,7 @@ MIXED_PARAGRAPH = (
 def test_four_thousand_characters_of_mixed_text_stream_to_the_end_and_start_early(server):
     url, backend = server
     text = (MIXED_PARAGRAPH * 40)[:4000].rstrip()
-    backend.hold = lambda request: int(request.request_id.rsplit(".", 1)[1]) >= 2
+    backend.hold = lambda request: request.piece >= 2
     payload = {"input": text, "response_format": "pcm", "stream_format": "sse"}
     chunks: list[bytes] = []
     done = None
@@ -169,7 +169,7 @@ def test_four_thousand_characters_of_mixed_text_stream_to_the_end_and_start_earl
                 done = event
     pieces = len(backend.requests)
     assert pieces > 40
-    assert [int(r.request_id.rsplit(".", 1)[1]) for r in backend.requests] == list(range(pieces))
+    assert [r.piece for r in backend.requests] == list(range(pieces))
     assert done is not None and done["type"] == "speech.audio.done"
     assert done["usage"]["input_tokens"] == sum(len(t) for t in backend.texts)
     # Every piece speaks with the one frozen prompt of the request's builtin voice.

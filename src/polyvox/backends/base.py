@@ -84,6 +84,7 @@ class SynthesisRequest:
     lora: str | None = None  # a loaded LoRA adapter to speak with
     lora_digest: str | None = None  # its content digest: cached audio never outlives a replaced adapter
     request_id: str = ""
+    piece: int | None = None  # which piece of `request_id`'s long input this is (the text front end's)
 
 
 @dataclass(frozen=True)

@@ -132,8 +132,7 @@ class TextPipeline(Backend):
         return PieceStream(self, request)
 
     def _piece_request(self, request: SynthesisRequest, piece: str, index: int) -> SynthesisRequest:
-        request_id = f"{request.request_id}.{index}" if request.request_id else ""
-        return replace(request, text=piece, request_id=request_id)
+        return replace(request, text=piece, piece=index)
 
     def _count(self, characters: int) -> None:
         with self._count_lock:

@@ -335,6 +335,7 @@ def engine_request(request: SynthesisRequest) -> EngineRequest:
         else EngineReference(ref.samples, ref.sample_rate, ref.content_hash, ref.transcript),
         lora=request.lora,
         request_id=request.request_id,
+        piece=request.piece,
     )
 
 

@@ -1,8 +1,9 @@
 """The async front end: `async for out in engine.generate(...)` over a `BatchingCore` stepping in a thread.
 
-The step loop never touches the event loop except to hand each step's outputs over in one
-`call_soon_threadsafe`; every request has its own unbounded output queue, so a slow client only
-accumulates chunks (at most `max_len` of them) and never holds the batch back. Requests and
+The thread runs the engine's one step loop (`step_loop.run_steps`, which the engine process runs too),
+with this object as its transport. It never touches the event loop except to hand each step's outputs
+over in one `call_soon_threadsafe`; every request has its own unbounded output queue, so a slow client
+only accumulates chunks (at most `max_len` of them) and never holds the batch back. Requests and
 cancellations reach the loop through a thread-safe inbox and take effect before the next step.
 """
 
@@ -18,6 +19,9 @@ from dataclasses import dataclass
 
 from polyvox.batching.core import BatchingCore, BatchingStats, StepFailed, StepOutput
 from polyvox.batching.sequence import PromptLike, SamplingParams
+from polyvox.batching.step_loop import MAX_CONSECUTIVE_FAILURES, run_steps
+
+__all__ = ["MAX_CONSECUTIVE_FAILURES", "AsyncBatchingCore", "BatchingCoreDead", "RequestFailedError"]
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +32,6 @@ class BatchingCoreDead(RuntimeError):
 
 class RequestFailedError(BatchingCoreDead):
     """A step running this request failed; the engine itself goes on serving the others."""
-
-
-# A step failure fails only the requests in that step; this many failed steps in a row mean the
-# engine itself is broken (e.g. the device is gone), and the loop stops.
-MAX_CONSECUTIVE_FAILURES = 3
 
 
 @dataclass(slots=True)
@@ -105,26 +104,8 @@ class AsyncBatchingCore:
     # ------------------------------------------------------------------ engine thread
 
     def _loop(self) -> None:
-        failures = 0
         try:
-            while not self._stopping.is_set():
-                if not self._drain(block=not self.core.has_work()):
-                    continue
-                if not self.core.has_work():
-                    continue
-                try:
-                    outputs = self.core.step()
-                except StepFailed as exc:
-                    failures += 1
-                    if failures >= MAX_CONSECUTIVE_FAILURES:
-                        raise
-                    log.error(
-                        "engine step failed; failing its %d request(s): %r", len(exc.seq_ids), exc.__cause__
-                    )
-                    self._fail(exc.seq_ids, RequestFailedError(str(exc)))
-                    continue
-                failures = 0
-                self._publish(outputs)
+            run_steps(self.core, self)
         except BaseException as exc:  # the loop is dead: every waiting request learns why
             log.exception("engine step loop failed")
             self._error = exc
@@ -132,21 +113,33 @@ class AsyncBatchingCore:
         else:
             self._fail_all(BatchingCoreDead("engine stopped"))
 
-    def _drain(self, block: bool) -> bool:
+    # the transport `run_steps` drives
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopping.is_set()
+
+    def take(self, wait: bool) -> None:
         while True:
             try:
-                msg = self._inbox.get(timeout=0.5) if block else self._inbox.get_nowait()
+                msg = self._inbox.get(timeout=0.5) if wait else self._inbox.get_nowait()
             except queue.Empty:
-                return not block
-            block = False
-            if msg is None:
-                return False
+                return
+            wait = False
+            if msg is None:  # stop() was called
+                return
             if isinstance(msg, _Add):
                 self._add(msg)
             elif msg.handle:
                 seq_id = msg.handle[0]
                 self._sinks.pop(seq_id, None)
                 self.core.abort(seq_id)
+
+    def idle(self) -> None:
+        pass
+
+    def fail(self, failure: StepFailed) -> None:
+        self._fail(failure.seq_ids, RequestFailedError(str(failure)))
 
     def _add(self, msg: _Add) -> None:
         try:
@@ -157,7 +150,7 @@ class AsyncBatchingCore:
         msg.handle.append(seq.seq_id)
         self._sinks[seq.seq_id] = (msg.sink, msg.loop)
 
-    def _publish(self, outputs: list[StepOutput]) -> None:
+    def publish(self, outputs: list[StepOutput]) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, list] = {}
         for out in outputs:
             target = self._sinks.get(out.seq_id)

@@ -1,8 +1,10 @@
 """The engine process: one data-parallel rank's model, batching core and step loop, apart from the API
 server. Started with multiprocessing's "spawn" (`run`), it loads the model from a `ModelSpec` while it
-tells connected clients its start-up stage, answers `Ready`, then loops: take the messages waiting
-(blocking only when idle), apply them (an abort frees its KV blocks before the next step), step, and
-send each client its step's patches in one message.
+tells connected clients its start-up stage, answers `Ready`, then runs the engine's one step loop
+(`batching/step_loop.py` `run_steps`, the one the in-thread engine runs) with its socket as the
+transport (`EngineLoop`): take the messages waiting (blocking only when idle), apply them (an abort
+frees its KV blocks before the next step), step, and send each client its step's patches in one
+message.
 
 Several clients may connect (API processes behind `api_server_count`, and the launcher that owns the
 engine): each gets its own requests' patches, and the others the counters alone; `Forget` drops a client
@@ -29,9 +31,9 @@ import msgspec
 import numpy as np
 import zmq
 
-from polyvox.batching.async_core import MAX_CONSECUTIVE_FAILURES
 from polyvox.batching.core import StepFailed, StepOutput
 from polyvox.batching.errors import EngineInputError, EngineOverloaded
+from polyvox.batching.step_loop import run_steps
 from polyvox.engine_core import messages as m
 from polyvox.engine_core.model_spec import ModelSpec
 from polyvox.engine_core.options import WorkerOptions
@@ -168,7 +170,8 @@ class ClientLink:
 
 
 class EngineLoop:
-    """The step loop: requests and aborts in, one step at a time, patches out."""
+    """The step loop's transport in an engine process: requests and aborts in from the socket, prompts
+    prepared alongside, patches out to each client."""
 
     def __init__(self, worker: EngineWorker, link: ClientLink) -> None:
         self.worker = worker
@@ -185,36 +188,33 @@ class EngineLoop:
         self.stats_sent = False  # whether clients have the counters as they are now
 
     def run(self) -> None:
-        failures = 0
-        while not self.link.shutdown:
-            busy = self.core.has_work()
-            for peer, message in self.link.receive(0 if busy else IDLE_POLL_MS):
-                self.apply(peer, message)
-            self.admit_prepared()
-            if self.link.orphaned():
-                log.warning("the API server is gone: the engine exits")
-                return
-            if not self.core.has_work():
-                if not self.stats_sent:
-                    self.link.broadcast(self.stats())
-                    self.stats_sent = True
-                continue
-            try:
-                outputs = self.core.step()
-            except StepFailed as exc:
-                failures += 1
-                if failures >= MAX_CONSECUTIVE_FAILURES:
-                    log.error("%d engine steps failed in a row: the engine exits", failures)
-                    raise
-                log.error("engine step failed; failing %d request(s): %r", len(exc.seq_ids), exc.__cause__)
-                for seq_id in exc.seq_ids:
-                    if (key := self.key_of.pop(seq_id, None)) is not None:
-                        del self.seq_of[key]
-                        self.link.send(key[0], m.Failed(key[1], "failed", str(exc)))
-                self.stats_sent = False
-                continue
-            failures = 0
-            self.publish(outputs)
+        run_steps(self.core, self)
+
+    # the transport `run_steps` drives
+
+    @property
+    def stopped(self) -> bool:
+        if self.link.orphaned():
+            log.warning("the API server is gone: the engine exits")
+            return True
+        return self.link.shutdown
+
+    def take(self, wait: bool) -> None:
+        for peer, message in self.link.receive(IDLE_POLL_MS if wait else 0):
+            self.apply(peer, message)
+        self.admit_prepared()
+
+    def idle(self) -> None:
+        if not self.stats_sent:  # clients learn the counters once the engine has gone idle
+            self.link.broadcast(self.stats())
+            self.stats_sent = True
+
+    def fail(self, failure: StepFailed) -> None:
+        for seq_id in failure.seq_ids:
+            if (key := self.key_of.pop(seq_id, None)) is not None:
+                del self.seq_of[key]
+                self.link.send(key[0], m.Failed(key[1], "failed", str(failure)))
+        self.stats_sent = False
 
     def apply(self, peer: Peer, message: object) -> None:
         if isinstance(message, m.Generate):

@@ -23,8 +23,8 @@ class EngineReference(msgspec.Struct, frozen=True, eq=False):
 
 class EngineRequest(msgspec.Struct, frozen=True):
     """What the engine uses of a request; None leaves a parameter to the engine's default. `lora` names
-    a loaded adapter to speak with; `request_id` names the request in logs (and routes a long input's
-    pieces to one rank)."""
+    a loaded adapter to speak with; `request_id` names the request, and `piece` which piece of its long
+    input this is (None: the whole input): a request's pieces go to one rank."""
 
     text: str
     instructions: str | None = None
@@ -37,6 +37,7 @@ class EngineRequest(msgspec.Struct, frozen=True):
     reference: EngineReference | None = None
     lora: str | None = None
     request_id: str = ""
+    piece: int | None = None
 
 
 def encode_hook(value: Any) -> Any:

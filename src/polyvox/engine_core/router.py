@@ -40,15 +40,6 @@ def voice_key(request: EngineRequest) -> str | None:
     return None
 
 
-def request_of(piece: EngineRequest) -> str | None:
-    """The request a piece of long input belongs to (the text front end names piece i `ID.i`); None
-    for a request without an id."""
-    base, dot, index = piece.request_id.rpartition(".")
-    if dot and index.isdigit():
-        return base
-    return piece.request_id or None
-
-
 class NoRankUp(RuntimeError):
     """Every rank is down."""
 
@@ -70,9 +61,9 @@ class Router:
                 self._shared_counts.labels(rank=str(rank), reason=reason)  # every series, from zero
 
     def route(self, loads: list[int | None], piece: EngineRequest) -> int:
-        """The rank for `piece`: its request's rank when an earlier piece went there and it is up,
-        else `choose`'s."""
-        request = request_of(piece)
+        """The rank for `piece` (of a long input, or a whole one): its request's rank when an earlier
+        piece went there and it is up, else `choose`'s."""
+        request = piece.request_id or None
         rank = self._requests.get(request) if request is not None else None
         if request is not None and rank is not None and loads[rank] is not None:
             self._requests.move_to_end(request)
