@@ -55,8 +55,9 @@ def test_an_integer_is_a_number_and_a_form_field_is_parsed(serve) -> None:
     assert spoken.content and backend.last_request is not None
     assert (backend.last_request.speed, backend.last_request.seed) == (2.0, 3)
 
-    form = httpx.post(f"{url}{SPEECH}", data={"input": "Hello.", "speed": "1.5", "response_format": "pcm"})
-    assert form.status_code == 200 and backend.last_request.speed == 1.5
+    form = {"input": "Hello.", "speed": "1.5", "seed": "11", "sample_rate": "", "response_format": "pcm"}
+    assert httpx.post(f"{url}{SPEECH}", data=form).status_code == 200
+    assert (backend.last_request.speed, backend.last_request.seed) == (1.5, 11)
     refused = httpx.post(f"{url}{SPEECH}", data={"input": "Hello.", "speed": "true"})
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "speed"
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN
@@ -42,6 +50,24 @@ def reject_lone_surrogates(value: Any) -> Any:
 Text = Annotated[str, BeforeValidator(reject_lone_surrogates)]
 
 
+def numbers_only(value: Any, info: ValidationInfo) -> Any:
+    """A number field takes a number: never a boolean (JSON's `true` is no 1.0), nor a string unless the
+    fields are a form's (validated with `FORM`), which are all text and are parsed as numbers."""
+    if isinstance(value, bool) or (isinstance(value, str) and not (info.context or {}).get("form")):
+        raise PydanticCustomError(
+            "number_type", "Input should be a number, not {kind}", {"kind": _kind(value)}
+        )
+    return value
+
+
+def _kind(value: Any) -> str:
+    return "a boolean" if isinstance(value, bool) else "a string"
+
+
+FORM = {"form": True}  # the validation context of a form's fields
+Number = BeforeValidator(numbers_only)
+
+
 class SpeechRequest(BaseModel):
     """`POST /v1/audio/speech`, as JSON or multipart/form-data. Unknown fields are ignored.
 
@@ -49,9 +75,9 @@ class SpeechRequest(BaseModel):
     absent or `audio`), or `speech.audio.delta` events carrying it in base64 (`sse`). `stream: false`
     (a polyvox extension) asks for one complete file with its `Content-Length` instead.
 
-    Numbers are strict: a JSON body gives them as JSON numbers (an integer where a float is asked is
-    fine), never `true` or `"1.5"`; a form's fields are all text, so a form is validated with
-    `model_validate_strings`, which parses them.
+    Numbers are numbers: a JSON body gives them as JSON numbers (an integer where a float is asked is
+    fine), never `true` or `"1.5"`; a form's fields are all text, parsed as numbers when the form is
+    validated with the `FORM` context.
     """
 
     model_config = ConfigDict(extra="ignore")
@@ -61,19 +87,19 @@ class SpeechRequest(BaseModel):
     voice: Text = "alloy"
     instructions: Text | None = None
     response_format: ResponseFormat = "mp3"
-    speed: float = Field(1.0, ge=0.25, le=4.0, strict=True)
+    speed: Annotated[float, Number] = Field(1.0, ge=0.25, le=4.0)
     stream_format: StreamFormat | None = None
     # polyvox / uttera-tts-vllm extensions
     stream: bool = Field(
         True,
         description="False answers one complete file with Content-Length (when `stream_format` is absent).",
     )
-    sample_rate: int | None = Field(
-        None, ge=8000, le=48000, strict=True, description="Output sample rate; default 24000."
+    sample_rate: Annotated[int | None, Number] = Field(
+        None, ge=8000, le=48000, description="Output sample rate; default 24000."
     )
-    seed: int | None = Field(None, ge=0, le=2**63 - 1, strict=True)
-    cfg_value: float | None = Field(None, ge=CFG_VALUE_MIN, le=CFG_VALUE_MAX, strict=True)
-    inference_timesteps: int | None = Field(None, ge=1, le=100, strict=True)
+    seed: Annotated[int | None, Number] = Field(None, ge=0, le=2**63 - 1)
+    cfg_value: Annotated[float | None, Number] = Field(None, ge=CFG_VALUE_MIN, le=CFG_VALUE_MAX)
+    inference_timesteps: Annotated[int | None, Number] = Field(None, ge=1, le=100)
     cache: bool = True
     ref_audio: Text | None = Field(
         None, description="One-off voice clone: a reference clip as base64 or a data URL (JSON bodies)."

@@ -18,7 +18,7 @@ from starlette.requests import Request
 
 from polyvox.backends.base import ReferenceAudio
 from polyvox.server.errors import APIError
-from polyvox.server.protocol import SpeechRequest
+from polyvox.server.protocol import FORM, SpeechRequest
 from polyvox.voices.clips import ClipLimits, load_clip
 
 JSON_TYPES = ("application/json", "text/json")
@@ -161,10 +161,7 @@ async def read_speech_request(
             code="unsupported_media_type",
         )
     try:  # a form's fields are text, parsed as numbers; JSON's numbers must be numbers
-        if content_type in FORM_TYPES:
-            body = SpeechRequest.model_validate_strings(data)
-        else:
-            body = SpeechRequest.model_validate(data)
+        body = SpeechRequest.model_validate(data, context=FORM if content_type in FORM_TYPES else None)
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
     reference = None

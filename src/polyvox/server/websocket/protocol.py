@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.server.errors import APIError, DeadlineExceeded, error_body, from_backend_error
+from polyvox.server.protocol import Number
 from polyvox.server.voice_routes.voices import voice_api_error
 from polyvox.voices.errors import VoiceError
 
@@ -27,11 +28,11 @@ class SessionConfig(BaseModel):
     instructions: str | None = None
     response_format: Literal["mp3", "opus", "aac", "flac", "wav", "pcm"] = "pcm"
     # numbers as JSON numbers (an integer for a float is fine), never `true` or "1.5"
-    speed: float = Field(1.0, strict=True)
-    sample_rate: int | None = Field(None, strict=True)
-    seed: int | None = Field(None, strict=True)
-    cfg_value: float | None = Field(None, strict=True)
-    inference_timesteps: int | None = Field(None, strict=True)
+    speed: Annotated[float, Number] = 1.0
+    sample_rate: Annotated[int | None, Number] = None
+    seed: Annotated[int | None, Number] = None
+    cfg_value: Annotated[float | None, Number] = None
+    inference_timesteps: Annotated[int | None, Number] = None
     normalize: bool | None = None
     cache: bool = True
     ref_audio: str | None = None
