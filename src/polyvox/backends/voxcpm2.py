@@ -28,6 +28,7 @@ from polyvox.backends.base import (
     BackendInfo,
     EngineRank,
     PromptCacheStats,
+    ReferenceAudio,
     SynthesisRequest,
 )
 from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded
@@ -39,7 +40,7 @@ from polyvox.engine_core.adapters import AdapterOptions
 from polyvox.engine_core.contract import Engine
 from polyvox.engine_core.in_thread import InThreadEngine
 from polyvox.engine_core.options import WorkerOptions
-from polyvox.engine_core.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE
+from polyvox.engine_core.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE, SHORTEST_INPUT
 from polyvox.engine_core.request import EngineReference, EngineRequest
 from polyvox.engine_core.stats import combined_stats
 from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN, cfg_value_in_range
@@ -269,6 +270,32 @@ class VoxCPM2Backend(Backend):
                 raise BackendInputError(
                     f"the reference audio is longer than {MAX_REFERENCE_SECONDS:.0f} s", param="reference"
                 )
+
+    async def check_voice(self, reference: ReferenceAudio) -> None:
+        """Refuse a voice this model could never speak with: what `validate` refuses of a clip (no
+        transcript where the release needs one, too long), and a clip and transcript that leave no room
+        in a prompt to speak even the shortest input, which every request with the voice would be
+        refused for. The engine, which holds the tokenizer and the model's limits, counts the
+        positions; BackendError while it (or one of its ranks) is not up."""
+        self.validate(SynthesisRequest(text=SHORTEST_INPUT, reference=reference))
+        seconds = reference.samples.size / reference.sample_rate
+        with api_errors():
+            answers = await self.engine.control(
+                "voice_room", transcript=reference.transcript, seconds=seconds
+            )
+        room = answers[0]  # every rank serves the same model
+        if room["positions"] < room["limit"]:
+            return
+        words = room["transcript"]
+        longer = "transcript" if words >= room["positions"] - words else "reference"
+        raise BackendInputError(
+            f"this voice leaves no room to speak: with the shortest input its prompt takes "
+            f"{room['positions']} positions ({words} of them its transcript's) and this model can use "
+            f"{room['limit']}: "
+            + ("shorten the transcript" if longer == "transcript" else "use a shorter clip"),
+            param=longer,
+            code="voice_too_long",
+        )
 
     # ------------------------------------------------------------------ LoRA adapters
 

@@ -4,6 +4,10 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
+import numpy as np
 import torch
 
 from polyvox.audio.resample import resample_clip
@@ -15,6 +19,7 @@ from polyvox.models.architectures import clones_from_clip_alone
 from polyvox.models.interface import Padding, Prompt, SpeechModel
 
 DEFAULT_MAX_PATCHES = 2000
+SHORTEST_INPUT = "a"  # what a voice must leave room to say, at the least
 DEFAULT_MIN_PATCHES = 2
 REFERENCE_CACHE_SIZE = 64
 
@@ -47,9 +52,7 @@ class PromptBuilder:
             max_len = request.max_patches
         else:
             max_len = self.model.capped_max_len(prompt, self.max_patches)
-        room = kv_positions
-        limit = min(self.model.config.max_length, self.model.config.lm_config.max_position_embeddings)
-        room = min(room, limit) - len(prompt)
+        room = self.positions(kv_positions) - len(prompt)
         if room < 1:
             raise self._too_long(request, prompt, room + len(prompt))
         max_len = min(max_len, room)
@@ -65,6 +68,12 @@ class PromptBuilder:
             max_len=max_len,
             adapter=request.lora,
         )
+
+    def positions(self, kv_positions: int) -> int:
+        """The most positions one request's prompt and speech may take: the model's and the KV cache's
+        (`kv_positions`) limits."""
+        config = self.model.config
+        return min(kv_positions, config.max_length, config.lm_config.max_position_embeddings)
 
     def _too_long(self, request: EngineRequest, prompt: Prompt, positions: int) -> EngineInputError:
         """The refusal of a prompt with no room left to speak, naming its longest part: `input`,
@@ -89,12 +98,30 @@ class PromptBuilder:
     # ------------------------------------------------------------------ prompts
 
     def prompt(self, request: EngineRequest) -> Prompt:
+        return self._layout(request, self._encode)
+
+    def voice_positions(self, transcript: str | None, seconds: float) -> int:
+        """The positions the prompt of the shortest input takes with a voice whose clip is `seconds`
+        long and whose transcript is `transcript`: laid out as `prompt` lays it out, the clip's latent
+        patches counted rather than encoded (an upload's check costs no VAE work in the step loop)."""
+        config = self.model.config
+        samples = round(seconds * self.model.reference_rate)
+        patches = max(1, math.ceil(samples / (config.patch_size * self.model.vae.chunk_size)))
+        latents = torch.zeros(patches, config.patch_size, config.feat_dim)
+        clip = EngineReference(np.zeros(0, np.float32), self.model.reference_rate, "", transcript or None)
+        request = EngineRequest(text=SHORTEST_INPUT, reference=clip)
+        return len(self._layout(request, lambda _clip, _padding: latents))
+
+    def _layout(
+        self, request: EngineRequest, encode: Callable[[EngineReference, Padding], torch.Tensor]
+    ) -> Prompt:
+        """The request's prompt, its clip's latent patches from `encode`."""
         ref = request.reference
         if ref is None:
             return self.model.build_prompt(request.text, instructions=request.instructions)
         # VoxCPM 1.x has no reference prompt: a transcribed clip is continued (its back end refuses
         # a clip without a transcript)
-        reference = self._encode(ref, "right") if clones_from_clip_alone(self.model.arch) else None
+        reference = encode(ref, "right") if clones_from_clip_alone(self.model.arch) else None
         if not ref.transcript:
             return self.model.build_prompt(
                 request.text, instructions=request.instructions, reference=reference
@@ -104,7 +131,7 @@ class PromptBuilder:
             instructions=request.instructions,
             reference=reference,
             prompt_text=ref.transcript,
-            prompt_audio=self._encode(ref, "left"),
+            prompt_audio=encode(ref, "left"),
         )
 
     def _encode(self, ref: EngineReference, padding: Padding) -> torch.Tensor:

@@ -47,6 +47,7 @@ class EngineWorker:
             "describe": self.describe,
             "load_adapter": self.adapters.load,
             "unload_adapter": self.adapters.unload,
+            "voice_room": self.voice_room,
         }
         if method not in calls:
             raise KeyError(f"unknown control call {method!r}")
@@ -59,6 +60,18 @@ class EngineWorker:
             "dtype": str(model.dtype).removeprefix("torch."),
             "num_kv_blocks": self.core.block_manager.num_blocks,
             "kv_block_size": self.config.kv_block_size,
+        }
+
+    def voice_room(self, transcript: str | None, seconds: float) -> dict[str, int]:
+        """What a voice (a clip `seconds` long, its `transcript`) takes of a prompt here: the positions
+        of the shortest input's prompt with it (`positions`), its transcript's share (`transcript`),
+        and the most a request may take (`limit`): a voice that leaves no room to speak is refused as
+        it is stored, not on every request."""
+        tokens = self.prompts.model.tokenizer
+        return {
+            "positions": self.prompts.voice_positions(transcript, seconds),
+            "transcript": len(tokens(transcript)) if transcript else 0,
+            "limit": self.prompts.positions(self.kv_positions),
         }
 
     @property

@@ -22,6 +22,7 @@ import anyio
 
 from polyvox.audio.errors import AudioDecodeError
 from polyvox.backends.base import OPENAI_VOICES, Backend, BackendInfo, ReferenceAudio
+from polyvox.backends.errors import BackendInputError
 from polyvox.file_stamp import FileStamp, file_stamp
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
@@ -116,7 +117,8 @@ class VoiceRegistry:
 
     `design_script` is the sentence and seed a voice made from a prompt is frozen speaking, unless
     the request brings its own sentence. `clip_rate` is the rate stored clips are decoded to: the
-    rate the served engine takes references at (`clips.clip_rate` of its info)."""
+    rate the served engine takes references at (`clips.clip_rate` of its info). An uploaded clip's
+    transcript is at most `max_transcript_chars` characters, as a one-off clone's `ref_text` is."""
 
     def __init__(
         self,
@@ -126,8 +128,10 @@ class VoiceRegistry:
         limits: ClipLimits,
         design_script: tuple[str, int],
         clip_rate: int,
+        max_transcript_chars: int | None = None,
     ):
         self.store = store
+        self.max_transcript_chars = max_transcript_chars
         self.consents = ConsentStore(store) if store is not None else None
         self.builtins = builtins
         self.freezer = freezer
@@ -156,6 +160,7 @@ class VoiceRegistry:
             ClipLimits.from_settings(settings),
             default_script(settings.builtin_voices_file),
             clip_rate(backend),
+            settings.max_input_chars,
         )
 
     # ------------------------------------------------------------------ reading
@@ -383,7 +388,8 @@ class VoiceRegistry:
         Only a voice `backend` could speak is stored: the clip is checked first (a bad clip is a 400
         whatever the engine), then an engine that cannot clone refuses it as it would refuse to speak
         it (VoiceUnsupported), and one that clones checks the clip and transcript fit its prompts
-        (`Backend.check_voice`, a BackendInputError)."""
+        (`Backend.check_voice`: VoiceUnsupported with the engine's reason; BackendError while it
+        cannot be asked)."""
         voice_id, label = voice_id_for(name)
         self._changeable(voice_id)
         if entry.consent_id is None and entry.consent is not True:
@@ -393,12 +399,23 @@ class VoiceRegistry:
                 param="consent",
                 code="consent_required",
             )
+        limit, transcript = self.max_transcript_chars, entry.transcript or ""
+        if limit is not None and len(transcript) > limit:
+            raise VoiceError(
+                f"transcript is {len(transcript)} characters; the limit is {limit} (max_input_chars)",
+                param="transcript",
+                code="transcript_too_long",
+            )
         reference = await anyio.to_thread.run_sync(
             load_clip, data, self.limits, self.clip_rate, param, entry.transcript
         )
         if not backend.info.capabilities.cloning:
             raise cannot_clone("a voice made from a clip is", backend.info, param)
-        await backend.check_voice(reference)
+        try:
+            await backend.check_voice(reference)
+        except BackendInputError as exc:  # named as the upload names the clip and its transcript
+            at_fault = {"ref_text": "transcript", "reference": param}.get(exc.param or "", exc.param)
+            raise VoiceUnsupported(exc.message, param=at_fault, code=exc.code) from exc
         entry = entry.model_copy(update={"label": label, "source": "uploaded"})
         suffix = Path(filename or "").suffix
         return await anyio.to_thread.run_sync(self._store_upload, voice_id, data, suffix, entry, reference)

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 
+from polyvox.backends.errors import BackendError
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.protocol import REF_TEXT_FIELDS
 from polyvox.server.speech.admission import Overloaded
@@ -85,7 +86,15 @@ async def _from_sample(
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
     data = await upload.read()
-    return await registry.add(name, data, upload.filename or "", entry, request.app.state.backend, param)
+    try:
+        return await registry.add(name, data, upload.filename or "", entry, request.app.state.backend, param)
+    except BackendError as exc:  # the engine that checks a clip against its model is not up
+        raise APIError(
+            503,
+            f"the engine cannot check the voice now ({exc}); try again once GET /ready is 200",
+            code="engine_not_ready",
+            headers={"Retry-After": "5"},
+        ) from exc
 
 
 async def _from_prompt(
