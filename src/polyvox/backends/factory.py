@@ -8,13 +8,15 @@ from __future__ import annotations
 from polyvox.backends.base import Backend
 from polyvox.backends.text_pipeline import TextPipeline
 from polyvox.settings import Settings
+from polyvox.startup import StartupError
 from polyvox.text.frontend import TextFrontend
 from polyvox.text.lexicon import Lexicon
 
 
 def build_model_backend(settings: Settings, engine_sockets: str | None = None) -> Backend:
     """The model back end `settings` select (not started yet); `engine_sockets`: VoxCPM's engine ranks
-    are the launcher's, listening there (an API process behind `api_server_count`)."""
+    are the launcher's, listening there (an API process behind `api_server_count`). StartupError for
+    adapters (`lora`) given to an engine that serves none: they would be ignored without a word."""
     if settings.model or settings.random_weights:
         from polyvox.backends.voxcpm2 import VoxCPM2Backend
 
@@ -22,6 +24,12 @@ def build_model_backend(settings: Settings, engine_sockets: str | None = None) -
 
     from polyvox.backends.embedded import EmbeddedBackend
 
+    if settings.lora:
+        names = ", ".join(sorted(settings.lora))
+        raise StartupError(
+            f"--lora {names}: the embedded voice serves no LoRA adapters; serve VoxCPM2 "
+            "(--model CHECKPOINT) to speak with them"
+        )
     return EmbeddedBackend.from_settings(settings)
 
 
