@@ -66,7 +66,7 @@ format: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check --fix src tests bench
 
 docs: $(VENV)/.installed
-	$(PY) -m polyvox.settings_doc
+	$(PY) -m polyvox.settings.readme_table
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

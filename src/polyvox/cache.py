@@ -30,7 +30,7 @@ import numpy as np
 
 from polyvox.backends.base import Backend, SynthesisRequest
 from polyvox.settings import Settings
-from polyvox.settings_uttera import UTTERA_CACHE_TTL, uttera_turns_cache_off
+from polyvox.settings.uttera import UTTERA_CACHE_TTL, uttera_turns_cache_off
 
 log = logging.getLogger(__name__)
 

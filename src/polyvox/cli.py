@@ -48,7 +48,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from polyvox.server.app import create_app
     from polyvox.server.connections import uvicorn_config
     from polyvox.server.lifecycle.draining import DrainingServer
-    from polyvox.settings_errors import files_named_by
+    from polyvox.settings.errors import files_named_by
 
     settings = settings_from_args(args)
     log_config = setup_logging(settings.log_level, settings.log_format)
@@ -134,7 +134,7 @@ async def synthesize_file(
     from polyvox.audio.pipeline import OutputPipeline
     from polyvox.backends.base import SynthesisRequest
     from polyvox.backends.factory import build_backend
-    from polyvox.settings_errors import files_named_by
+    from polyvox.settings.errors import files_named_by
 
     resolve(fmt, sample_rate)  # a bad format or rate is refused before a model loads
     with files_named_by(settings):

@@ -124,6 +124,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        from polyvox.settings_errors import invalid_settings
+        from polyvox.settings.errors import invalid_settings
 
         raise invalid_settings(exc, flags=overrides) from exc

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from polyvox.settings import Settings
-from polyvox.settings_doc import END, START, settings_table
+from polyvox.settings.readme_table import END, START, settings_table
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 from polyvox.backends.base import Backend
 from polyvox.backends.text_pipeline import TextPipeline
 from polyvox.settings import Settings
+from polyvox.settings.errors import InvalidSettings
 from polyvox.startup import StartupError
 from polyvox.text.frontend import TextFrontend
-from polyvox.text.lexicon import Lexicon
+from polyvox.text.lexicon import Lexicon, LexiconError
 
 
 def build_model_backend(settings: Settings, engine_sockets: str | None = None) -> Backend:
@@ -37,13 +38,23 @@ def with_text_frontend(backend: Backend, settings: Settings) -> TextPipeline:
     """`backend` behind the text front end `settings` describe (an already wrapped one is kept)."""
     if isinstance(backend, TextPipeline):
         return backend
-    lexicon = Lexicon.load(settings.lexicon_path) if settings.lexicon_path is not None else Lexicon()
     frontend = TextFrontend(
-        lexicon, normalize_default=settings.normalize, max_piece_chars=settings.max_piece_chars
+        _lexicon(settings), normalize_default=settings.normalize, max_piece_chars=settings.max_piece_chars
     )
     return TextPipeline(
         backend, frontend, lookahead=settings.piece_lookahead, crossfade_ms=settings.crossfade_ms
     )
+
+
+def _lexicon(settings: Settings) -> Lexicon:
+    """The lexicon `lexicon_path` names (an empty one without it). A file that cannot be used is a
+    setting to fix, said as one (InvalidSettings), like any other file a setting names."""
+    if settings.lexicon_path is None:
+        return Lexicon()
+    try:
+        return Lexicon.load(settings.lexicon_path)
+    except LexiconError as exc:
+        raise InvalidSettings(f"lexicon_path: {exc}; fix the file, or unset lexicon_path") from exc
 
 
 def build_backend(settings: Settings, engine_sockets: str | None = None) -> TextPipeline:

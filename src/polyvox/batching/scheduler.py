@@ -3,8 +3,8 @@
 Running sequences go first, oldest first, one position each (or their next prefill chunk); waiting
 ones are admitted strictly in arrival order, so nothing starves. Long prompts are chunked by the token
 budget so one clone reference cannot stall every stream. Whether new prompts share a step with the
-running streams is `prefill_policy` (its setting in settings.py says how each policy works). When KV
-blocks run out, the newest running sequence is preempted and later re-prefilled from its prompt and
+running streams is `prefill_policy` (its setting in settings/fields.py says how each policy works).
+When KV blocks run out, the newest running sequence is preempted and later re-prefilled from its prompt and
 the patches it made.
 """
 

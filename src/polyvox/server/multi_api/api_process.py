@@ -33,7 +33,7 @@ def run(
     from polyvox.server.app import create_app
     from polyvox.server.connections import uvicorn_config
     from polyvox.server.lifecycle.draining import DrainingServer
-    from polyvox.settings_errors import files_named_by
+    from polyvox.settings.errors import files_named_by
 
     try:
         with files_named_by(settings):

@@ -1,16 +1,19 @@
 """Reading the settings file named by `--config` / `POLYVOX_CONFIG`: TOML, or JSON when its name ends in
-`.json`. A file that cannot be read or parsed, or that sets a name that is no setting, raises
-`ConfigFileError`, naming the file and the line."""
+`.json` (`ConfigFileSource`, one of `Settings`' sources). A file that cannot be read or parsed, or that
+sets a name that is no setting, raises `ConfigFileError`, naming the file and the line."""
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import tomllib
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
+
+from pydantic_settings import PydanticBaseSettingsSource
 
 from polyvox.startup import StartupError
 
@@ -20,6 +23,21 @@ _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 class ConfigFileError(StartupError):
     """The config file is missing, unreadable or not valid TOML / JSON."""
+
+
+class ConfigFileSource(PydanticBaseSettingsSource):
+    """Values from the TOML or JSON file named by `POLYVOX_CONFIG` (absent: nothing)."""
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - not used by __call__
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = os.environ.get("POLYVOX_CONFIG")
+        if not path:
+            return {}
+        data = read_config_file(Path(path))  # ConfigFileError names the file and the line
+        check_names(Path(path), data, self.settings_cls.model_fields)
+        return data
 
 
 def config_format(path: Path) -> str:

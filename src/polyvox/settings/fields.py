@@ -1,24 +1,22 @@
-"""Configuration: one settings object read from flags, `POLYVOX_*` variables, a config file and defaults.
-
-Precedence, highest first: explicit values (CLI flags), environment variables, the config file
-named by `POLYVOX_CONFIG` (TOML or JSON), then the defaults below. A few settings also answer to
-the names users of uttera-tts-vllm already have in their `.env` files, meaning what
-they meant there (`settings_uttera`); polyvox's own names win over them.
+"""`Settings`: every polyvox setting, with its default and its checks, and the order its sources are
+read in: explicit values (CLI flags), environment variables, the config file named by
+`POLYVOX_CONFIG` (`config_file.py`), then the defaults below. A few settings also answer to the names
+users of uttera-tts-vllm already have in their `.env` files, meaning what they meant there
+(`uttera.py`); polyvox's own names win over them.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from polyvox.config_file import check_names, read_config_file
 from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN
-from polyvox.settings_uttera import UtteraCacheTTLSource
+from polyvox.settings.config_file import ConfigFileSource
+from polyvox.settings.uttera import UtteraCacheTTLSource
 
 
 def _alias(name: str, *legacy: str) -> AliasChoices:
@@ -26,21 +24,6 @@ def _alias(name: str, *legacy: str) -> AliasChoices:
     without regard to case, so `name` would let an unprefixed `CACHE_DIR` or `MAX_NUM_SEQS` in, ahead
     of `POLYVOX_*`. Flags and config files still use the field name (populate_by_name)."""
     return AliasChoices(f"POLYVOX_{name.upper()}", *legacy)
-
-
-class ConfigFileSource(PydanticBaseSettingsSource):
-    """Values from the TOML or JSON file named by `POLYVOX_CONFIG` (absent: nothing)."""
-
-    def get_field_value(self, field, field_name):  # pragma: no cover - not used by __call__
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        path = os.environ.get("POLYVOX_CONFIG")
-        if not path:
-            return {}
-        data = read_config_file(Path(path))  # ConfigFileError names the file and the line
-        check_names(Path(path), data, self.settings_cls.model_fields)
-        return data
 
 
 class Settings(BaseSettings):

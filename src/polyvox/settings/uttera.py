@@ -5,7 +5,7 @@ There, 0 (or less) turns the audio cache off entirely, a choice made for privacy
 positive value sets the TTL, 0 or less sets `cache_enabled` false. It is only a fallback: when
 polyvox's own `cache_ttl_minutes` is given anywhere (flag, `POLYVOX_CACHE_TTL_MINUTES`, config file),
 uttera-tts-vllm's name is not read at all. Its other names mean what polyvox's settings mean and
-are plain aliases (`settings.py`).
+are plain aliases (`fields.py`).
 """
 
 from __future__ import annotations

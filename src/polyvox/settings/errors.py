@@ -1,6 +1,7 @@
 """Invalid settings told as lines a person can act on: each names the setting, the value, where the
 value came from (a flag, an environment variable, the config file and its line) and what is wrong;
-likewise a file a setting names that cannot be read at start (`files_named_by`)."""
+likewise a file a setting names that cannot be read at start (`files_named_by`; a file read by a layer
+above, such as the lexicon, raises `InvalidSettings` itself where it is read)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,9 @@ from typing import get_origin
 
 from pydantic import AliasChoices, ValidationError
 
-from polyvox.config_file import line_of
 from polyvox.settings import Settings
+from polyvox.settings.config_file import line_of
 from polyvox.startup import StartupError
-from polyvox.text.lexicon import LexiconError
 
 _SECRET_WORDS = ("key",)  # values of these settings are never echoed
 
@@ -91,8 +91,6 @@ def files_named_by(settings: Settings) -> Iterator[None]:
     lexicon...) into InvalidSettings naming the setting."""
     try:
         yield
-    except LexiconError as exc:
-        raise InvalidSettings(f"lexicon_path: {exc}; fix the file, or unset lexicon_path") from exc
     except OSError as exc:
         if exc.filename is None:
             raise
