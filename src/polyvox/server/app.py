@@ -20,7 +20,7 @@ from polyvox.server.auth import AuthMiddleware, KeyRing
 from polyvox.server.batching_metrics import BatchingStatsCollector
 from polyvox.server.body_deadline import BodyDeadlineMiddleware
 from polyvox.server.errors import install_error_handlers
-from polyvox.server.lifecycle import health, shared_state
+from polyvox.server.lifecycle import health, state_url
 from polyvox.server.lifecycle.draining import Lifecycle
 from polyvox.server.lifecycle.supervisor import BackendSupervisor
 from polyvox.server.metrics import Metrics, MetricsMiddleware
@@ -74,13 +74,13 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     supervising = asyncio.create_task(app.state.supervisor.run())
     with stage("load the registered voices"):
         await voices.load_voices(app)
-    await shared_state.start(app)  # state_url: voices and the lexicon in step with the other replicas
+    await state_url.start(app)  # voices and the lexicon in step with the other replicas (Redis)
     directory_watch.start(app)  # without it: in step with servers sharing the voices directory
     try:
         yield
     finally:
         await directory_watch.stop(app)
-        await shared_state.stop(app)
+        await state_url.stop(app)
         for task in (supervising, starting):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -133,7 +133,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     # Every path needs an API key when keys are configured (but auth.OPEN_PATHS), checked before routing;
     # the metrics middleware, outside it and the body deadline, counts the refusals and the 408s too; the
     # request id, outermost, names every answer and log line.
-    shared_state.install(app)  # state_url: the audio cache in Redis, and the guard (inside auth)
+    state_url.install(app)  # the audio cache in Redis, and the guard (inside auth)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)

@@ -1,4 +1,4 @@
-"""`SharedState`: one replica's part in the state shared through Redis — the connection, the audio
+"""`ReplicaSync`: one replica's part in the state shared through Redis — the connection, the audio
 cache there, and a background thread that keeps the voices directory and the lexicon in step.
 
 Which side wins at first contact: a replica that last synced with this same Redis (the epoch in
@@ -30,7 +30,7 @@ EPOCH_FILE = ".polyvox-state-epoch"
 TRIM_EVERY_S = 60.0
 
 
-class SharedState:
+class ReplicaSync:
     def __init__(self, connection: StateConnection, interval_s: float):
         self.connection = connection
         self.interval_s = interval_s

@@ -22,7 +22,7 @@ from polyvox.server.errors import error_body
 from polyvox.startup import StartupError
 
 if TYPE_CHECKING:
-    from polyvox.state.shared import SharedState
+    from polyvox.state.replica_sync import ReplicaSync
 
 REDIS_MISSING = (
     "state_url is set, but the redis package is not installed: pip install 'polyvox[redis]' "
@@ -42,12 +42,12 @@ def install(app: FastAPI) -> None:
         return
     try:
         from polyvox.state.connection import StateCollector, StateConnection
-        from polyvox.state.shared import SharedState
+        from polyvox.state.replica_sync import ReplicaSync
     except ModuleNotFoundError as exc:
         if exc.name != "redis":
             raise
         raise StartupError(REDIS_MISSING) from None
-    shared = SharedState(StateConnection(settings.state_url), settings.state_sync_interval_s)
+    shared = ReplicaSync(StateConnection(settings.state_url), settings.state_sync_interval_s)
     app.state.shared = shared
     app.state.metrics.registry.register(StateCollector(shared.connection))
     cache = app.state.service.cache
@@ -58,14 +58,14 @@ def install(app: FastAPI) -> None:
 
 
 async def start(app: FastAPI) -> None:
-    shared: SharedState | None = app.state.shared
+    shared: ReplicaSync | None = app.state.shared
     if shared is not None:
         registry = app.state.voices
         await anyio.to_thread.run_sync(shared.start, registry.store, registry.reload, app.state.lexicon)
 
 
 async def stop(app: FastAPI) -> None:
-    shared: SharedState | None = app.state.shared
+    shared: ReplicaSync | None = app.state.shared
     if shared is not None:
         await anyio.to_thread.run_sync(shared.stop)
 
@@ -73,7 +73,7 @@ async def stop(app: FastAPI) -> None:
 class StateGuard:
     """Refuses changes to shared state while Redis is unreachable; syncs after each that succeeds."""
 
-    def __init__(self, app: ASGIApp, shared: SharedState):
+    def __init__(self, app: ASGIApp, shared: ReplicaSync):
         self.app = app
         self.shared = shared
 
