@@ -7,7 +7,7 @@ import logging
 
 from polyvox.backends.base import Backend
 from polyvox.startup import Progress, stage
-from polyvox.voices.registry import VoiceRegistry, designs_voices
+from polyvox.voices.registry import VoiceRegistry, stores_designed_voices
 
 log = logging.getLogger(__name__)
 
@@ -16,7 +16,7 @@ FREEZE_STAGE = "freeze the builtin voices"
 
 def wants_freeze_at_start(enabled: bool, backend: Backend) -> bool:
     """Whether there is anything to freeze: the setting is on and the engine designs voices."""
-    return enabled and designs_voices(backend.info)
+    return enabled and stores_designed_voices(backend.info)
 
 
 async def freeze_builtin_voices(registry: VoiceRegistry, backend: Backend) -> None:

@@ -253,7 +253,7 @@ class VoiceRegistry:
         return self._resolve_plain(name, backend)
 
     def _design_to_freeze(self, name: str, backend: Backend) -> VoiceDesign | None:
-        if name in self._voices or not designs_voices(backend.info):
+        if name in self._voices or not stores_designed_voices(backend.info):
             return None
         return self.builtins.get(name)
 
@@ -438,7 +438,7 @@ class VoiceRegistry:
         Raises VoiceUnsupported when the engine cannot clone (it would never speak with it)."""
         voice_id, label = voice_id_for(name)
         self._changeable(voice_id)
-        if not designs_voices(backend.info):
+        if not stores_designed_voices(backend.info):
             lacks = "cannot design" if backend.info.capabilities.cloning else "can do neither"
             raise VoiceUnsupported(
                 f"a voice made from a prompt is designed and then cloned by VoxCPM2; the "
@@ -568,7 +568,9 @@ def cannot_clone(subject: str, engine: BackendInfo, param: str) -> VoiceUnsuppor
     )
 
 
-def designs_voices(info: BackendInfo) -> bool:
-    """Whether the engine can make a voice from a description and then speak with it (builtin voices
-    of such an engine are designed voices, frozen on first use)."""
+def stores_designed_voices(info: BackendInfo) -> bool:
+    """Whether the engine can make a voice from a description and keep it to speak with: it designs
+    (`voice_design`) and clones the clip it designed (`cloning`). Builtin voices of such an engine are
+    designed voices, frozen on first use. (`models.architectures.designs_voices` is the model's half:
+    whether `instructions` can describe a voice at all.)"""
     return info.capabilities.voice_design and info.capabilities.cloning

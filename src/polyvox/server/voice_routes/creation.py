@@ -21,7 +21,7 @@ from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.protocol import REF_TEXT_FIELDS
 from polyvox.server.speech.admission import Overloaded
 from polyvox.voices.detail import VoiceDetail
-from polyvox.voices.registry import VoiceRegistry, designs_voices
+from polyvox.voices.registry import VoiceRegistry, stores_designed_voices
 from polyvox.voices.store import VoiceEntry, check_text
 
 AUDIO_FIELDS = ("audio_sample", "audio", "file", "voice_file", "custom_voice_file", "speaker_wav")
@@ -106,7 +106,7 @@ async def _from_prompt(
     script = None if script is None else check_text(script, "script_hint", MAX_SCRIPT_CHARS, multiline=True)
     service = request.app.state.service
     backend = request.app.state.backend
-    if not designs_voices(backend.info):
+    if not stores_designed_voices(backend.info):
         return await registry.design(name, prompt, script, backend)  # a 422 before any work
     with service.accept():  # 503 while draining; in flight (a drain waits for it) from here
         if not backend.ready:
