@@ -12,7 +12,8 @@ warn_unwritable() {
         [ -n "$dir" ] || continue
         if ! mkdir -p "$dir" 2>/dev/null || [ ! -w "$dir" ]; then
             echo "polyvox-entrypoint: $dir is not writable by uid $(id -u); a volume mounted from the" \
-                "host must belong to that uid (chown $(id -u) on the host), or polyvox runs without it" >&2
+                "host must belong to that uid (chown $(id -u) on the host): polyvox runs without a cache" \
+                "there, and does not start without its voices directory" >&2
         fi
     done
 }
