@@ -44,5 +44,7 @@ def test_say_with_an_adapter_on_the_embedded_voice_is_an_error(tmp_path: Path) -
 
 
 def test_serve_with_an_adapter_on_the_embedded_voice_does_not_start(tmp_path: Path) -> None:
-    result = polyvox("serve", "--lora", "foo=/nope", "--port", str(free_port()), "--voices-dir", str(tmp_path))
+    result = polyvox(
+        "serve", "--lora", "foo=/nope", "--port", str(free_port()), "--voices-dir", str(tmp_path)
+    )
     assert "--lora foo" in one_line(result, "serve")
