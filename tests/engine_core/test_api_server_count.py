@@ -1,10 +1,12 @@
 """`polyvox serve --api-server-count 2 --data-parallel-size 2` on the CPU (tiny random weights): a launcher,
 two API server processes sharing its port, two engine ranks it owns. Speech through the official client
-from either API process, `/metrics` from either counting all of them, a LoRA adapter named at start
+from either API process, `/metrics` from either counting all of them, bursts of keep-alive connections
+spread over both processes, a LoRA adapter named at start
 (fixed: /admin/lora cannot change it); kill -9 of an API process (the
-other serves on and it is replaced) and of an engine rank (only its request fails, both API processes
-follow its restart); SIGTERM drains both API processes and both ranks and leaves no process. The tests
-share one server and run in file order: the last one stops it.
+other serves on and it is replaced) and of an engine rank (the requests it held with no audio yet are
+sent to the other rank by whichever API process held them; both follow its restart); SIGTERM drains
+both API processes and both ranks and leaves no process. The tests share one server and run in file
+order: the last one stops it.
 
 With the embedded voice (no engine ranks) each API process runs its own; an API process that cannot
 start (a malformed lexicon file) stops the launcher with a message."""
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -22,10 +25,22 @@ import httpx
 import openai
 import pytest
 
-from engine_core.processes import alive, engine_pid_of_rank, engine_pids, kill9
-from engine_core.serving import FLAGS, LONG, SPEECH, per_rank, speak, wait_until
+from engine_core.processes import alive, engine_pid_of_rank, engine_pids, freeze, kill9
+from engine_core.serving import (
+    FLAGS,
+    LONG,
+    SPEECH,
+    Stream,
+    per_rank,
+    rerouted,
+    routed_per_rank,
+    speak,
+    wait_until,
+)
 from helpers.audio import decode
+from helpers.connection_owners import connection_counts
 from helpers.metrics import scrape, value
+from helpers.raw_http import address
 from helpers.serve_process import free_port, polyvox_serve
 from polyvox.models.lora.files import AdapterConfig
 from polyvox.models.lora.random_adapter import write_random_adapter
@@ -98,6 +113,49 @@ def test_two_api_processes_share_the_port_and_metrics_count_them_all(server):
         assert value(after, "polyvox_voice_builtin_freezes_total") == 2  # alloy and echo, once between them
 
 
+BURST = 192  # keep-alive connections opened at once, as a proxy's pool fills
+BURSTS = 16
+HEALTH = b"GET /health HTTP/1.1\r\nHost: polyvox\r\n\r\n"
+
+
+def test_keep_alive_connections_opened_in_a_burst_spread_over_both_api_processes(server):
+    """Each connection is counted by the process that accepted it, as the kernel's socket table says.
+    The kernel deals connections to the processes' sockets at random, evenly: one process holding more
+    than two thirds of a burst of 192 has probability 2.2e-6 (binomial), so 16 bursts fail falsely with
+    probability 3.5e-5. One socket shared by both processes gave most of a burst to whichever process
+    woke first (16 of 16 in the issue; here, 4 bursts of 20 within two thirds, and 3 with every
+    connection on one process: all 16 within two thirds, about 1e-11)."""
+    proc, url = server
+    pids = api_pids(proc.pid)
+    for _ in range(BURSTS):
+        held = burst(url, pids)
+        assert sum(held.values()) == BURST and max(held.values()) <= BURST * 2 // 3, held
+
+
+def burst(url: str, pids: list[int]) -> dict[int, int]:
+    """Open BURST connections at once; once every one is accepted, how many each of `pids` holds. Each
+    then answers a keep-alive GET /health (a live HTTP connection of its process) before it is closed."""
+    host, port = address(url)
+    connections = [socket.create_connection((host, port)) for _ in range(BURST)]
+    ours = {connection.getsockname()[1] for connection in connections}
+    held: dict[int, int] = {}
+
+    def all_accepted() -> bool:
+        held.update(connection_counts(pids, port, ours))
+        return sum(held.values()) == BURST
+
+    try:
+        wait_until(all_accepted, "every connection is accepted")
+        for connection in connections:
+            connection.sendall(HEALTH)
+        for connection in connections:
+            assert connection.makefile("rb").readline().startswith(b"HTTP/1.1 200 ")
+    finally:
+        for connection in connections:
+            connection.close()
+    return held
+
+
 def test_adapters_named_at_start_speak_through_every_api_process_and_cannot_change_at_run_time(server):
     _, url = server
     for _ in range(4):  # whichever process takes it knows the adapter
@@ -154,36 +212,45 @@ def the_one_busy_rank(url: str) -> int:
     return found[0]
 
 
-def test_kill_9_of_an_engine_rank_fails_only_its_request_and_every_api_process_follows_it_back(server):
-    """Two long requests in voices no process has served yet, one on each rank (a fresh voice goes to
-    the least loaded rank as every process sees the loads, then its pieces stay with it: its rank is
-    never more than one request busier than the other); kill -9 of rank 0: the request there fails,
-    the other finishes whole."""
+def test_kill_9_of_an_engine_rank_sends_its_requests_with_no_audio_to_the_other_from_either_api_process(
+    server,
+):
+    """Rank 0 frozen (SIGSTOP: it takes what it is sent and answers nothing), requests sent through the
+    port one after another until two are routed to it (each API process routes on the loads it sees);
+    kill -9 of it: every request is served whole, those on rank 0 sent again to rank 1 by the API
+    process that held them; a scrape of either process counts each of them once, and both follow the
+    restart."""
     proc, url = server
-    results: dict[str, object] = {}
+    before = scrape(url)
+    victim = engine_pid_of_rank(proc.pid, 0)
+    freeze(victim)
+    streams: list[Stream] = []
+    threads: list[threading.Thread] = []
 
-    def post(voice: str) -> None:
-        try:
-            body = {"input": LONG, "voice": voice, "response_format": "pcm"}
-            results[voice] = httpx.post(f"{url}{SPEECH}", json=body, timeout=120)
-        except httpx.HTTPError as exc:
-            results[voice] = exc
+    def routed(samples: dict) -> list[float]:
+        now, then = routed_per_rank(samples), routed_per_rank(before)
+        return [now[rank] - then[rank] for rank in range(2)]
 
-    threads = [threading.Thread(target=post, args=(voice,)) for voice in ("fable", "onyx")]
-    threads[0].start()
-    the_one_busy_rank(url)
-    threads[1].start()  # whichever API process takes it sees the first one's load on its rank
-    wait_until(lambda: all(running(url)), "each rank runs one")
-    kill9(engine_pid_of_rank(proc.pid, 0))
-    wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "degraded", "/ready says degraded")
+    while sum(routed(scrape(url))) < 16 and routed(scrape(url))[0] < 2:
+        streams.append(Stream(f"Sent while rank 0 sleeps, {len(streams)}.", seed=400 + len(streams)))
+        threads.append(threading.Thread(target=streams[-1].run, args=(url,)))
+        threads[-1].start()
+        wait_until(lambda: sum(routed(scrape(url))) == len(streams), f"request {len(streams)} is routed")
+    on_rank_0 = routed(scrape(url))[0]
+    assert on_rank_0 >= 2, "no two requests were sent to rank 0"
+    kill9(victim)
     for thread in threads:
         thread.join(timeout=120)
-    whole = [r for r in results.values() if isinstance(r, httpx.Response) and r.status_code == 200]
-    failed = [r for r in results.values() if isinstance(r, httpx.RemoteProtocolError) or r not in whole]
-    assert len(whole) == 1 and len(failed) == 1, results
-    assert len(whole[0].content) > 24000 * 2 * 2  # seconds of speech
-    assert isinstance(failed[0], httpx.RemoteProtocolError) or failed[0].status_code == 500, failed
+    for stream in streams:
+        assert stream.ended == "done", (stream.text, stream.ended, stream.code)
+        assert decode(bytes(stream.audio))[0].size > 0
+    for _ in range(4):  # whichever process answers counts those both processes sent again
+        samples = scrape(url)
+        assert rerouted(samples, 0) - rerouted(before, 0) == on_rank_0
+        assert rerouted(samples, 1) == rerouted(before, 1)
+
     wait_until(lambda: all(httpx.get(f"{url}/ready").status_code == 200 for _ in range(4)), "back", 90)
+    wait_until(lambda: all(httpx.get(f"{url}/ready").json()["status"] == "ready" for _ in range(4)), "both")
     for n in range(4):  # both ranks, from both API processes
         assert speak(url, f"After the restart {n}.", ("alloy", "echo")[n % 2]).status_code == 200
     assert value(scrape(url), "polyvox_engine_rank_restarts_total", rank="0") == 1

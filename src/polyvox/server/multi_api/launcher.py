@@ -1,9 +1,14 @@
-"""`polyvox serve --api-server-count N`: the launcher in front of everything. It binds the listening
-socket, starts the VoxCPM engine ranks (it owns them: their parent, restarting one that dies), and starts
-N API server processes that share the socket (the kernel hands each connection to one of them) and
-connect to every rank. Where one API process cannot encode, normalise and frame enough streams for the
-engines, N of them can.
+"""`polyvox serve --api-server-count N`: the launcher in front of everything. It holds the port,
+starts the VoxCPM engine ranks (it owns them: their parent, restarting one that dies), and starts N API
+server processes that connect to every rank. Where one API process cannot encode, normalise and frame
+enough streams for the engines, N of them can.
 
+- Each API process accepts on a listening socket of its own, all on the one port (`SO_REUSEPORT`): the
+  kernel spreads new connections evenly over them by a hash of each connection's addresses, so a
+  proxy's pool of kept-alive connections lands on every process (one shared socket gave a burst of
+  connections to whichever process woke first). The launcher holds the sockets and hands socket `i`
+  to each API process `i` it starts: while one is dead and restarting, the connections dealt to its
+  socket wait in its queue for its replacement instead of being refused or reset.
 - Each API process admits `max_concurrent_requests / N` and queues `max_queue / N` (rounded up), and
   keeps the disk audio cache (which they share) under `cache_max_bytes / N`.
 - LoRA adapters are the ones named at start (`/admin/lora` cannot change them: each process would
@@ -13,6 +18,8 @@ engines, N of them can.
   it had asked of them (`Forget`). One that cannot build its app at all (a bad setting) stops the server.
 - SIGTERM drains: every API process drains, then the engines stop, then the launcher exits, leaving no
   child behind. A second SIGTERM, or SIGINT, stops without waiting.
+- Killed (-9), the launcher leaves the same drain behind it: each API process drains and exits, and
+  each engine rank serves until the last API process has gone (its parent gone and no client connected).
 - With the embedded voice there are no engine ranks: each API process runs its own.
 """
 
@@ -34,6 +41,7 @@ from pathlib import Path
 from polyvox.engine_core.connected import peer_identity
 from polyvox.engine_core.data_parallel import DataParallelEngine
 from polyvox.server.multi_api import api_process
+from polyvox.server.multi_api.ports import listening_sockets
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
 
@@ -42,23 +50,11 @@ log = logging.getLogger(__name__)
 RESTART_BACKOFF_S = (0.5, 30.0)  # first and longest pause before starting a dead API process again
 STEADY_S = 30.0  # an API process that lived this long restarts after the shortest pause again
 EXIT_WAIT_S = 15.0  # past the drain, how long API processes may take to exit before they are killed
-BACKLOG = 2048
 
 
 def serve_many(settings: Settings) -> None:
     """Run the launcher until it is stopped; StartupError when the engines or the API servers cannot start."""
     asyncio.run(Launcher(settings).run())
-
-
-def listening_socket(host: str, port: int) -> socket.socket:
-    """The port every API process accepts on; StartupError when it cannot be had (in use, no such host)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        sock = socket.create_server((host, port), family=family, backlog=BACKLOG)
-    except OSError as exc:
-        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    sock.set_inheritable(True)
-    return sock
 
 
 class Launcher:
@@ -108,7 +104,7 @@ class Launcher:
         self.metrics_dir.mkdir()
         try:
             self.engine = self._build_engine()
-            listener = listening_socket(s.host, s.port)
+            listeners = listening_sockets(s.host, s.port, self.count)
             # read by prometheus_client when the API processes import it (the launcher exports nothing)
             os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(self.metrics_dir)
             loop = asyncio.get_running_loop()
@@ -119,14 +115,13 @@ class Launcher:
                 os.getpid(),
                 self.count,
                 s.host,
-                s.port,
+                listeners[0].getsockname()[1],
                 len(self.engine.specs) if self.engine is not None else 0,
             )
-            tasks = [asyncio.create_task(self._keep(i, listener)) for i in range(self.count)]
+            tasks = [asyncio.create_task(self._keep(i, listener)) for i, listener in enumerate(listeners)]
             if self.engine is not None:
                 tasks.append(asyncio.create_task(self._start_engines()))
             await asyncio.gather(*tasks)
-            listener.close()
             if self.engine is not None:
                 await self.engine.stop()
         finally:
@@ -150,7 +145,14 @@ class Launcher:
     # ------------------------------------------------------------------ API processes
 
     async def _keep(self, index: int, listener: socket.socket) -> None:
-        """Run API process `index` until the launcher stops, starting it again when it dies."""
+        """Run API process `index` on `listener` until the launcher stops, starting it again when it
+        dies; then close the socket (what waits there now would wait for nobody)."""
+        try:
+            await self._keep_running(index, listener)
+        finally:
+            listener.close()
+
+    async def _keep_running(self, index: int, listener: socket.socket) -> None:
         loop = asyncio.get_running_loop()
         pause, longest = RESTART_BACKOFF_S
         while not self._stopping.is_set():
