@@ -129,7 +129,6 @@ async def synthesize_file(
 ) -> bytes:
     """The whole utterance as a file of `fmt`: engine and OutputPipeline, no server. `lora`: the name of
     one of `settings.lora`'s adapters to speak with."""
-    from polyvox.audio.encode import complete_file
     from polyvox.audio.formats import resolve
     from polyvox.audio.pipeline import OutputPipeline
     from polyvox.backends.base import SynthesisRequest
@@ -153,12 +152,14 @@ async def synthesize_file(
             text=text, voice=voice, speed=backend_speed, instructions=instructions, seed=seed, lora=lora
         )
         backend.validate(request)
-        pipeline = OutputPipeline(backend.info.sample_rate, out_rate, audio_format, speed=pipeline_speed)
+        pipeline = OutputPipeline(
+            backend.info.sample_rate, out_rate, audio_format, speed=pipeline_speed, whole=True
+        )
         parts = [await asyncio.to_thread(pipeline.push, chunk) async for chunk in backend.generate(request)]
         parts.append(await asyncio.to_thread(pipeline.finish))
     finally:
         await backend.stop()
-    return complete_file(b"".join(parts), audio_format, out_rate)
+    return b"".join(parts)  # one complete file: its header filled in at the end
 
 
 def run_say(args: argparse.Namespace) -> int:

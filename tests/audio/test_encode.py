@@ -4,8 +4,10 @@ import wave
 
 import numpy as np
 import pytest
+import soundfile
 
 from polyvox.audio import StreamEncoder, UnsupportedSampleRate, encode_audio
+from polyvox.audio.encode import open_encoders
 
 from .signals import TONE_HZ, chunks, dominant_frequency, pyav_decode, tone
 
@@ -112,3 +114,42 @@ def test_encode_after_finish_is_an_error():
 @pytest.mark.parametrize(("fmt", "magic"), [("opus", b"OggS"), ("flac", b"fLaC"), ("wav", b"RIFF")])
 def test_stream_header_is_ready_before_any_audio(fmt, magic):
     assert StreamEncoder(fmt, RATE).encode(np.zeros(0, dtype=np.float32)).startswith(magic)
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac", "mp3", "opus"])
+def test_a_whole_file_declares_its_length_as_libsndfile_reads_it(fmt):
+    """A file, unlike a stream, says how long it is: FLAC's STREAMINFO counts its samples, MP3 carries a
+    Xing frame, WAV its sizes; soundfile (libsndfile) reads each whole (a streamed FLAC says 0 samples,
+    which libsndfile cannot read)."""
+    samples = tone(1.0, RATE)
+    encoder = StreamEncoder(fmt, RATE, whole=True)
+    assert all(encoder.encode(c) == b"" for c in chunks(samples, CHUNK))  # nothing before the end
+    data = encoder.finish()
+    declared = soundfile.info(io.BytesIO(data)).frames
+    read, rate = soundfile.read(io.BytesIO(data), dtype="float32")
+    assert rate == RATE and read.ndim == 1 and read.size == declared
+    if fmt in ("wav", "flac"):
+        assert declared == samples.size
+        assert np.max(np.abs(read - samples)) < 1e-4  # lossless: the samples themselves
+    else:
+        assert samples.size <= declared <= samples.size + PADDING_S[fmt] * RATE
+        assert abs(dominant_frequency(read, RATE) - TONE_HZ) < 3
+
+
+def test_encode_audio_is_a_whole_file():
+    assert soundfile.info(io.BytesIO(encode_audio(tone(0.5, RATE), RATE, "flac"))).frames == RATE // 2
+
+
+def test_an_encoder_counts_as_open_until_finished_closed_or_dropped():
+    before = open_encoders()
+    finished, closed, dropped = (StreamEncoder("flac", RATE) for _ in range(3))
+    for encoder in (finished, closed, dropped):
+        encoder.encode(tone(0.16, RATE))
+    assert open_encoders() == before + 3
+    finished.finish()
+    closed.close()
+    del dropped, encoder  # never closed: its container is closed as it goes
+    assert open_encoders() == before
+    with pytest.raises(RuntimeError):
+        closed.encode(tone(0.1, RATE))
+    assert closed.finish() == b""

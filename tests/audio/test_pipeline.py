@@ -1,8 +1,10 @@
 import io
+import os
 import wave
 
 import numpy as np
 import pytest
+import soundfile
 
 from polyvox.audio import OutputPipeline, UnsupportedFormat, UnsupportedSampleRate, render
 
@@ -64,3 +66,30 @@ def test_render_matches_the_streamed_pipeline_for_pcm():
     samples = tone(0.5, ENGINE_RATE)
     streamed = run(OutputPipeline(ENGINE_RATE, 24000, "pcm", speed=1.25), 0.5)
     assert render(samples, ENGINE_RATE, 24000, "pcm", speed=1.25) == streamed
+
+
+def test_a_whole_pipeline_makes_one_complete_file_at_the_end():
+    pipeline = OutputPipeline(ENGINE_RATE, 24000, "flac", speed=1.5, whole=True)
+    assert all(pipeline.push(c) == b"" for c in chunks(tone(1.5, ENGINE_RATE), 7680))
+    data = pipeline.finish()
+    assert soundfile.info(io.BytesIO(data)).frames == round(pipeline.seconds * 24000)
+    assert pipeline.seconds == pytest.approx(1.0, abs=0.04)
+
+
+def threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.parametrize("fmt", ["mp3", "flac", "wav"])
+def test_closing_a_pipeline_mid_stream_gives_back_ffmpegs_threads_at_once(fmt):
+    """A stream cut short: its pipeline (still referenced, as a cut stream's frame may keep it) lets go
+    of the codec and the filters, and of any thread FFmpeg started for them, when closed."""
+    before = threads()
+    pipelines = [OutputPipeline(ENGINE_RATE, 24000, fmt, speed=1.25) for _ in range(4)]
+    for pipeline in pipelines:
+        pipeline.push(tone(0.32, ENGINE_RATE))
+    for pipeline in pipelines:
+        pipeline.close()
+    assert threads() <= before
+    with pytest.raises(RuntimeError):
+        pipelines[0].push(tone(0.16, ENGINE_RATE))

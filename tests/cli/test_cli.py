@@ -3,6 +3,7 @@ and `serve` starting a server that answers."""
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import socket
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import soundfile
 
 from helpers.audio import decode, pcm_samples
 from polyvox.backends.fake import FakeBackend
@@ -91,6 +93,16 @@ def test_say_writes_a_decodable_file(tmp_path: Path) -> None:
     samples, rate = decode((tmp_path / "speech.mp3").read_bytes())
     assert rate == 22050  # the embedded voice's own rate: say keeps the engine's rate
     assert 1.0 < samples.size / rate < 5.0
+
+
+def test_say_writes_a_whole_flac_file_that_soundfile_reads(tmp_path: Path) -> None:
+    """A FLAC file whose STREAMINFO counts its samples: libsndfile cannot read one that says 0."""
+    result = run("say", "A file, not a stream.", "-f", "flac", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr.decode()
+    data = (tmp_path / "speech.flac").read_bytes()
+    samples, rate = soundfile.read(io.BytesIO(data))
+    assert rate == 22050
+    assert soundfile.info(io.BytesIO(data)).frames == samples.size == decode(data)[0].size
 
 
 def test_say_writes_stdout_with_dash(capfdbinary: pytest.CaptureFixture[bytes]) -> None:

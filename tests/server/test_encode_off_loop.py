@@ -90,8 +90,8 @@ def test_concurrent_streams_each_arrive_whole_and_in_order(serve):
 
 @pytest.fixture
 def where_audio_work_ran(monkeypatch) -> list[bool]:
-    """For every resample, encode and pipeline construction from now on: whether its thread was running
-    an event loop at the time."""
+    """For every resample, encode, pipeline construction and release from now on: whether its thread
+    was running an event loop at the time."""
     on_loop: list[bool] = []
 
     def observed(method):
@@ -111,6 +111,7 @@ def where_audio_work_ran(monkeypatch) -> list[bool]:
         (StreamEncoder, "finish"),
         (Resampler, "process"),
         (OutputPipeline, "__init__"),
+        (OutputPipeline, "close"),  # every answer's, once it ends
     ):
         monkeypatch.setattr(owner, name, observed(getattr(owner, name)))
     return on_loop

@@ -1,15 +1,18 @@
 """Encoding float32 mono PCM into the response formats, incrementally (streams) or whole (files).
 
-Compressed formats go through PyAV into a write-only sink, so the muxer treats the output as a
-non-seekable stream and every call returns the bytes it produced (MP3 frames, Ogg pages, ADTS
-frames, FLAC frames). WAV and raw PCM are written directly: a streamed WAV carries a header whose
-sizes are 0xFFFFFFFF ("unknown"), a complete one carries the real sizes.
+Compressed formats go through PyAV. A stream is muxed into a write-only sink, so the muxer treats the
+output as non-seekable and every call returns the bytes it produced (MP3 frames, Ogg pages, ADTS
+frames, FLAC frames); a whole file is muxed into a seekable buffer, so the muxer completes its header
+at the end. WAV and raw PCM are written directly: a streamed WAV carries a header whose sizes are
+0xFFFFFFFF ("unknown"), a complete one carries the real sizes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import struct
+import weakref
 from typing import cast
 
 import av
@@ -86,46 +89,94 @@ class _PyAVWriter:
         for packet in self.stream.encode(frame):
             self.container.mux(packet)
 
-    def close(self) -> None:
+    def finish(self) -> None:
+        """Flush the codec and write the container's trailer (and, into a seekable file, its header's
+        final sizes)."""
         for packet in self.stream.encode(None):
             self.container.mux(packet)
         self.container.close()
 
+    def close(self) -> None:
+        """Close the container without flushing the codec (a stream cut short). Until it is closed, a
+        PyAV container and its stream hold each other: dropped unclosed, the codec, its buffers and
+        the threads of the format converter it encodes through wait for a full garbage collection."""
+        with contextlib.suppress(av.FFmpegError, OSError):
+            self.container.close()
+
 
 class StreamEncoder:
-    """Encodes one response incrementally: `encode` per chunk, then `finish` once.
+    """Encodes one response incrementally: `encode` per chunk, then `finish` once; `close` releases it.
 
     Each call returns the bytes that became ready (possibly none: codecs buffer a frame or two),
-    so a streamed HTTP response can send them at once. Not thread-safe; one response per encoder.
+    so a streamed HTTP response can send them at once. With `whole`, the output is one complete file
+    instead: `encode` keeps everything and `finish` returns the file, whose header the muxer completes
+    once the length is known (FLAC STREAMINFO's sample count and MD5, MP3's Xing frame, WAV's sizes),
+    as a player or libsndfile reading a file (not a stream) expects.
+
+    `finish` closes the encoder; `close` alone (a stream cut short) drops it without flushing. Every
+    encoder is counted by `open_encoders` until closed. Not thread-safe; one response per encoder.
     """
 
-    def __init__(self, fmt: str | AudioFormat, sample_rate: int) -> None:
+    def __init__(self, fmt: str | AudioFormat, sample_rate: int, *, whole: bool = False) -> None:
         self.format = fmt if isinstance(fmt, AudioFormat) else get_format(fmt)
         self.sample_rate = self.format.check_rate(sample_rate)
-        self._sink = _Sink()
-        self._writer = _PyAVWriter(self.format, sample_rate, self._sink) if self.format.codec else None
+        self.whole = whole
+        # A seekable file lets the muxer go back to the header at the end; the sink is a stream.
+        self._file: io.BytesIO | _Sink = io.BytesIO() if whole else _Sink()
+        self._writer = _PyAVWriter(self.format, sample_rate, self._file) if self.format.codec else None
+        # An encoder dropped without `close` still closes its container when it goes.
+        self._release = weakref.finalize(self, self._writer.close) if self._writer is not None else None
+        self._pcm: list[bytes] = []  # a whole WAV or PCM file's samples, until its header can be written
         self._header_sent = False
         self._finished = False
+        _OPEN.add(self)
 
     def encode(self, samples: np.ndarray) -> bytes:
         """Encode a chunk of mono float32 samples; return the bytes produced so far."""
         if self._finished:
-            raise RuntimeError("StreamEncoder.encode called after finish()")
+            raise RuntimeError("StreamEncoder.encode called after finish() or close()")
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
         if self._writer is not None:
             self._writer.write(samples)
-            return self._sink.drain()
+            return self._drain()
+        if self.whole:
+            self._pcm.append(to_s16le(samples))
+            return b""
         return self._wav_header() + to_s16le(samples)
 
     def finish(self) -> bytes:
-        """Flush the codec and container; return the final bytes. Further calls return b""."""
+        """Flush the codec and container; return the final bytes (with `whole`, the whole file). Further
+        calls return b""."""
         if self._finished:
             return b""
+        try:
+            if self._writer is not None:
+                self._writer.finish()
+                if isinstance(self._file, io.BytesIO):
+                    return self._file.getvalue()
+                return self._file.drain()
+            if self.whole:
+                data = b"".join(self._pcm)
+                header = wav_header(self.sample_rate, len(data) // 2) if self.format.name == "wav" else b""
+                return header + data
+            return self._wav_header()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Release the codec, the container and what they buffered, without flushing (idempotent)."""
         self._finished = True
-        if self._writer is not None:
-            self._writer.close()
-            return self._sink.drain()
-        return self._wav_header()
+        _OPEN.discard(self)
+        if self._release is not None:
+            self._release()
+        # Dropped too, so an encoder still referenced (a cut stream's frame in a reference cycle)
+        # holds no FFmpeg object and no audio.
+        self._writer = None
+        self._file = _Sink()
+        self._pcm = []
+
+    def _drain(self) -> bytes:
+        return b"" if isinstance(self._file, io.BytesIO) else self._file.drain()
 
     def _wav_header(self) -> bytes:
         if self._header_sent or self.format.name != "wav":
@@ -134,24 +185,18 @@ class StreamEncoder:
         return wav_header(self.sample_rate)
 
 
+# Encoders not yet closed (weakly: one collected without `close` leaves on its own).
+_OPEN: weakref.WeakSet[StreamEncoder] = weakref.WeakSet()
+
+
+def open_encoders() -> int:
+    """Encoders of this process not yet finished or closed (each holds a codec, a container and
+    what they buffer): the responses being encoded now."""
+    return len(_OPEN)
+
+
 def encode_audio(samples: np.ndarray, sample_rate: int, fmt: str | AudioFormat) -> bytes:
-    """Encode a whole utterance into a complete file (seekable output: exact headers and sizes)."""
-    audio_format = fmt if isinstance(fmt, AudioFormat) else get_format(fmt)
-    audio_format.check_rate(sample_rate)
-    samples = np.asarray(samples, dtype=np.float32).reshape(-1)
-    if audio_format.name == "pcm":
-        return to_s16le(samples)
-    if audio_format.name == "wav":
-        return wav_header(sample_rate, samples.size) + to_s16le(samples)
-    buffer = io.BytesIO()
-    writer = _PyAVWriter(audio_format, sample_rate, buffer)
-    writer.write(samples)
-    writer.close()
-    return buffer.getvalue()
-
-
-def complete_file(data: bytes, fmt: AudioFormat, sample_rate: int) -> bytes:
-    """A whole stream-encoded file made exact: WAV gets its real sizes instead of the streaming ones."""
-    if fmt.name == "wav" and len(data) >= 44:
-        return wav_header(sample_rate, (len(data) - 44) // 2) + data[44:]
-    return data
+    """Encode a whole utterance into a complete file (exact headers and sizes)."""
+    encoder = StreamEncoder(fmt, sample_rate, whole=True)
+    encoder.encode(samples)
+    return encoder.finish()

@@ -1,13 +1,11 @@
-"""Streaming pitch-preserving time-stretch (ffmpeg's `atempo` through an `av.filter.Graph`)."""
+"""Streaming pitch-preserving time-stretch (ffmpeg's `atempo` in a filter chain, `audio/graph.py`)."""
 
 from __future__ import annotations
 
-from fractions import Fraction
-
-import av
 import av.filter
 import numpy as np
 
+from polyvox.audio.graph import filter_chain, pull_ready
 from polyvox.audio.resample import frames_to_array, to_frame
 
 MIN_SPEED = 0.25
@@ -36,7 +34,7 @@ class TimeStretcher:
     """Plays a stream of chunks `speed` times faster (speed > 1 shortens) without changing pitch.
 
     The identity at speed 1.0. `flush` ends the stream, returns what the filter still holds and
-    readies it for a new one.
+    readies it for a new one; `close` drops the filter and what it holds (a stream cut short).
     """
 
     def __init__(self, sample_rate: int, speed: float) -> None:
@@ -44,32 +42,21 @@ class TimeStretcher:
             raise ValueError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}")
         self.sample_rate = sample_rate
         self.speed = speed
-        self._graph = None if speed == 1.0 else self._build_graph()
+        self._graph: av.filter.Graph | None = None  # built at a stream's first chunk
         self._pts = 0
-
-    def _build_graph(self) -> av.filter.Graph:
-        graph = av.filter.Graph()
-        node = graph.add_abuffer(
-            format="flt", sample_rate=self.sample_rate, layout="mono", time_base=Fraction(1, self.sample_rate)
-        )
-        for factor in atempo_stages(self.speed):
-            stage = graph.add("atempo", f"{factor:.6f}")
-            node.link_to(stage)
-            node = stage
-        sink = graph.add("abuffersink")
-        node.link_to(sink)
-        graph.configure()
-        return graph
 
     def process(self, chunk: np.ndarray) -> np.ndarray:
         chunk = np.asarray(chunk, dtype=np.float32).reshape(-1)
-        if self._graph is None or chunk.size == 0:
+        if self.speed == 1.0 or chunk.size == 0:
             return chunk
+        if self._graph is None:
+            stages = [("atempo", {"tempo": f"{factor:.6f}"}) for factor in atempo_stages(self.speed)]
+            self._graph = filter_chain(self.sample_rate, stages)
         step = max(1, round(_FRAME_S * self.sample_rate))
         frames = []
         for start in range(0, chunk.size, step):
             self._graph.push(to_frame(chunk[start : start + step], self.sample_rate, self._pts + start))
-            frames += self._pull()
+            frames += pull_ready(self._graph)
         self._pts += chunk.size
         return frames_to_array(frames)
 
@@ -77,18 +64,10 @@ class TimeStretcher:
         if self._graph is None:
             return np.zeros(0, dtype=np.float32)
         self._graph.push(None)
-        out = frames_to_array(self._pull())
-        self._graph = self._build_graph()
-        self._pts = 0
+        out = frames_to_array(pull_ready(self._graph))
+        self.close()
         return out
 
-    def _pull(self) -> list[av.AudioFrame]:
-        assert self._graph is not None  # only called while a graph is built
-        frames: list[av.AudioFrame] = []
-        while True:
-            try:
-                frame = self._graph.pull()
-                assert isinstance(frame, av.AudioFrame)  # an audio graph gives audio frames
-                frames.append(frame)
-            except (av.error.BlockingIOError, av.error.EOFError):
-                return frames
+    def close(self) -> None:
+        self._graph = None
+        self._pts = 0

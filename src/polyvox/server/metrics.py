@@ -6,12 +6,16 @@ scrape of any process answers the sums over all of them."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from polyvox.audio.encode import open_encoders
 from polyvox.metrics_files import shared_metrics_dir
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -80,6 +84,7 @@ class Metrics:
         self.cache_bytes = Gauge(
             "polyvox_cache_bytes", "Bytes in the audio cache.", registry=r, multiprocess_mode="livemostrecent"
         )
+        self.registry.register(_EncodersCollector())
 
     def exposition(self) -> bytes:
         """What a scrape of `/metrics` answers, in the Prometheus text format."""
@@ -92,6 +97,18 @@ class Metrics:
     def admission_changed(self, running: int, waiting: int) -> None:
         self.in_flight.set(running)
         self.queue_depth.set(waiting)
+
+
+class _EncodersCollector(Collector):
+    """The audio encoders open in this process (one per response being encoded), read at scrape time:
+    what a stream cut by its client must give back at once."""
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "polyvox_audio_encoders_open",
+            "Audio encoders open in this API process: one per response being encoded.",
+            value=open_encoders(),
+        )
 
 
 def _with_shared_files(registry: CollectorRegistry, shared_dir: str) -> CollectorRegistry:

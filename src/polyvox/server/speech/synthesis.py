@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import re
@@ -20,9 +21,7 @@ import numpy as np
 from starlette.requests import Request
 
 from polyvox.audio import formats
-from polyvox.audio.encode import complete_file
 from polyvox.audio.errors import UnsupportedFormat
-from polyvox.audio.formats import AudioFormat
 from polyvox.audio.pipeline import OutputPipeline
 from polyvox.backends.base import (
     OPENAI_VOICES,
@@ -286,13 +285,19 @@ class SpeechService:
             self.admission.observe_latency(time.perf_counter() - job.received_at)
 
     async def audio(self, job: SpeechJob) -> AsyncGenerator[bytes, None]:
-        """The encoded response, piece by piece as the engine makes audio. Closing it cancels the engine.
+        """The encoded response, piece by piece as the engine makes audio (a job not streamed: one
+        complete file at the end). However it ends, closing it included, the engine's request is
+        cancelled and the encoder released at once.
 
         Raises DeadlineExceeded once the request has run `settings.request_timeout_s`."""
         deadline = job.received_at + self.settings.request_timeout_s
         in_rate = job.cached.sample_rate if job.cached is not None else self.backend.info.sample_rate
         pipeline = await self.encode_pool.run(
-            OutputPipeline, in_rate, job.out_rate, job.fmt, job.pipeline_speed
+            functools.partial(OutputPipeline, whole=not job.stream),
+            in_rate,
+            job.out_rate,
+            job.fmt,
+            job.pipeline_speed,
         )
         chunks: AudioStream
         if job.cached is not None:
@@ -333,6 +338,9 @@ class SpeechService:
                     self._observe_ttfa(job)
                 yield tail
         finally:
+            # Not left to the garbage collector: a cut stream's frame can sit in a reference cycle,
+            # holding the encoder's buffers and FFmpeg's threads, until a full collection.
+            self.encode_pool.release(pipeline.close)
             await chunks.aclose()
 
     def _observe_ttfa(self, job: SpeechJob) -> None:
@@ -341,14 +349,10 @@ class SpeechService:
         )
 
     async def whole(self, job: SpeechJob) -> bytes:
-        """The complete file for a non-streamed answer (WAV gets its exact sizes)."""
-        pieces = [piece async for piece in self.audio(job)]
-        return await self.encode_pool.run(_joined_file, pieces, job.fmt, job.out_rate)
-
-
-def _joined_file(pieces: list[bytes], fmt: AudioFormat, rate: int) -> bytes:
-    """The pieces of a stream-encoded answer as one complete file (copies megabytes: not on the loop)."""
-    return complete_file(b"".join(pieces), fmt, rate)
+        """The complete file of a job not streamed: its header made exact by the muxer once the audio
+        is all there (FLAC STREAMINFO, MP3 Xing, WAV sizes), as a file reader expects."""
+        async with contextlib.aclosing(self.audio(job)) as pieces:
+            return b"".join([piece async for piece in pieces])
 
 
 def _check_lengths(limit: int, **fields: str | None) -> None:
