@@ -338,9 +338,12 @@ class SpeechService:
                     self._observe_ttfa(job)
                 yield tail
         finally:
-            # Not left to the garbage collector: a cut stream's frame can sit in a reference cycle,
-            # holding the encoder's buffers and FFmpeg's threads, until a full collection.
+            # Not left to the garbage collector: a cut stream's frame can sit in a reference cycle (its
+            # cancellation's traceback) until a full collection, holding the encoder and the audio kept
+            # for the cache.
             self.encode_pool.release(pipeline.close)
+            if keep is not None:
+                keep.clear()
             await chunks.aclose()
 
     def _observe_ttfa(self, job: SpeechJob) -> None:
