@@ -1,0 +1,145 @@
+"""`polyvox say`: synthesise TEXT to a file without a server, the engine stepping in this process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from polyvox.cli.flags import SAY_SETTINGS, add_settings_flags, settings_from_args
+from polyvox.logs import setup_logging
+from polyvox.settings import Settings
+from polyvox.startup import StartupError
+
+
+def add_say(subparsers: argparse._SubParsersAction) -> None:
+    from polyvox.audio.formats import FORMATS
+
+    parser = subparsers.add_parser("say", help="Synthesise TEXT to a file without a server.")
+    parser.add_argument("text", metavar="TEXT", help="What to say.")
+    parser.add_argument("-v", "--voice", default="alloy", help="Voice name (default: alloy).")
+    parser.add_argument(
+        "-f", "--format", default="wav", choices=tuple(FORMATS), help="Audio format (default: wav)."
+    )
+    parser.add_argument("-o", "--output", help="Output file (default: speech.<format>; '-' writes stdout).")
+    parser.add_argument("--speed", type=float, default=1.0, help="0.25 to 4.0 (default: 1.0).")
+    parser.add_argument(
+        "--sample-rate",
+        type=int,
+        default=None,
+        help="Output sample rate (default: the engine's own, e.g. 48000 for VoxCPM2, fitted to the format; "
+        "pcm: 24000).",
+    )
+    parser.add_argument(
+        "--instructions", default=None, help="Style instructions, for engines that follow them."
+    )
+    parser.add_argument("--seed", type=int, default=None, help="Sampling noise seed (default: random).")
+    # --lora (a settings flag) speaks with the adapter; say also takes a bare DIR, named after it
+    add_settings_flags(parser, SAY_SETTINGS)
+    parser.set_defaults(func=run_say)
+
+
+async def synthesize_file(
+    settings: Settings,
+    text: str,
+    voice: str,
+    fmt: str,
+    speed: float = 1.0,
+    sample_rate: int | None = None,
+    instructions: str | None = None,
+    seed: int | None = None,
+    lora: str | None = None,
+) -> bytes:
+    """The whole utterance as a file of `fmt`: engine and OutputPipeline, no server. `lora`: the name of
+    one of `settings.lora`'s adapters to speak with."""
+    from polyvox.audio.formats import resolve
+    from polyvox.audio.pipeline import OutputPipeline
+    from polyvox.backends.base import SynthesisRequest
+    from polyvox.backends.factory import build_backend
+    from polyvox.settings.errors import files_named_by
+
+    resolve(fmt, sample_rate)  # a bad format or rate is refused before a model loads
+    with files_named_by(settings):
+        backend = build_backend(settings)
+    try:
+        await backend.start()
+    except Exception as exc:
+        raise StartupError(
+            f"the {backend.info.name} engine failed to start: {type(exc).__name__}: {exc}"
+        ) from exc
+    try:
+        # Without --sample-rate the file keeps the engine's own rate (fitted to the format; pcm: 24 kHz).
+        audio_format, out_rate = resolve(fmt, sample_rate, default_rate=backend.info.sample_rate)
+        backend_speed, pipeline_speed = backend.info.capabilities.split_speed(speed)
+        request = SynthesisRequest(
+            text=text, voice=voice, speed=backend_speed, instructions=instructions, seed=seed, lora=lora
+        )
+        backend.validate(request)
+        pipeline = OutputPipeline(
+            backend.info.sample_rate, out_rate, audio_format, speed=pipeline_speed, whole=True
+        )
+        parts = [await asyncio.to_thread(pipeline.push, chunk) async for chunk in backend.generate(request)]
+        parts.append(await asyncio.to_thread(pipeline.finish))
+    finally:
+        await backend.stop()
+    return b"".join(parts)  # one complete file: its header filled in at the end
+
+
+def run_say(args: argparse.Namespace) -> int:
+    from polyvox.audio.errors import UnsupportedFormat
+    from polyvox.backends.errors import BackendError, BackendInputError
+
+    if hasattr(args, "lora"):
+        args.lora = [_named_adapter(entry) for entry in args.lora]
+    # One utterance: the engine steps in this process (an engine process would only add its start-up).
+    settings = settings_from_args(args).model_copy(update={"engine_process": False, "data_parallel_size": 1})
+    setup_logging("warning" if settings.log_level == "info" else settings.log_level, settings.log_format)
+    if not 0.25 <= args.speed <= 4.0:
+        print("polyvox say: --speed must be between 0.25 and 4.0", file=sys.stderr)
+        return 2
+    lora = args.voice if args.voice in settings.lora else None
+    if lora is None and len(settings.lora) == 1:
+        lora = next(iter(settings.lora))
+    elif lora is None and settings.lora:
+        names = ", ".join(sorted(settings.lora))
+        print(f"polyvox say: several LoRA adapters ({names}): pick one with --voice NAME", file=sys.stderr)
+        return 2
+    try:
+        data = asyncio.run(
+            synthesize_file(
+                settings,
+                args.text,
+                args.voice,
+                args.format,
+                args.speed,
+                args.sample_rate,
+                args.instructions,
+                seed=args.seed,
+                lora=lora,
+            )
+        )
+    except (BackendInputError, UnsupportedFormat) as exc:
+        print(f"polyvox say: {exc}", file=sys.stderr)
+        return 2
+    except BackendError as exc:
+        print(f"polyvox say: synthesis failed: {exc}", file=sys.stderr)
+        return 1
+    if args.output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        path = Path(args.output or f"speech.{args.format}")
+        path.write_bytes(data)
+        print(f"wrote {path} ({len(data)} bytes)", file=sys.stderr)
+    return 0
+
+
+def _named_adapter(entry: str) -> str:
+    """`--lora DIR` as `NAME=DIR`: named after its directory (or `lora` when that cannot be a name)."""
+    if "=" in entry:
+        return entry
+    from polyvox.voices.store import NAME_PATTERN
+
+    name = Path(entry).name
+    return f"{name if NAME_PATTERN.fullmatch(name) else 'lora'}={entry}"

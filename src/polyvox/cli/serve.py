@@ -1,0 +1,64 @@
+"""`polyvox serve`: the HTTP server in this process or, with `api_server_count` > 1, the launcher of
+several API processes (`server/multi_api/`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from polyvox.cli.flags import add_settings_flags, settings_from_args
+from polyvox.logs import setup_logging
+from polyvox.settings import Settings
+from polyvox.startup import StartupError
+
+log = logging.getLogger("polyvox")
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def add_serve(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("serve", help="Run the OpenAI-compatible HTTP server.")
+    add_settings_flags(parser)
+    parser.set_defaults(func=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from polyvox.server.app import create_app
+    from polyvox.server.connections import uvicorn_config
+    from polyvox.server.lifecycle.draining import DrainingServer
+    from polyvox.settings.errors import files_named_by
+
+    settings = settings_from_args(args)
+    log_config = setup_logging(settings.log_level, settings.log_format)
+    if settings.api_server_count > 1:
+        return _serve_many(settings)
+    with files_named_by(settings):
+        app = create_app(settings)
+    info = app.state.backend.info
+    log.info("serving %s (model %s) on http://%s:%d", info.name, info.model_id, settings.host, settings.port)
+    _warn_if_open(settings, app.state.keyring.open)
+    config = uvicorn_config(app, settings, log_config, host=settings.host, port=settings.port)
+    server = DrainingServer.serving(app, config)
+    server.run()
+    if server.failure is not None:
+        raise StartupError(f"the engine failed to start: {server.failure}")
+    return 0
+
+
+def _warn_if_open(settings: Settings, keyless: bool) -> None:
+    if settings.host not in LOOPBACK_HOSTS and keyless:
+        log.warning(
+            "listening on %s, beyond loopback, with no API key: anyone who can reach this port can use "
+            "the server (set api_keys or api_keys_file)",
+            settings.host,
+        )
+
+
+def _serve_many(settings: Settings) -> int:
+    """`api_server_count` > 1: the launcher, its engine ranks and its API server processes."""
+    from polyvox.server.auth import KeyRing
+    from polyvox.server.multi_api.launcher import serve_many
+
+    _warn_if_open(settings, KeyRing.from_settings(settings).open)
+    serve_many(settings)
+    return 0
