@@ -1,9 +1,13 @@
 """What the engine-process tests share: a `polyvox serve` with two engine ranks on the CPU, long requests
-that stay in flight for seconds, and reading the per-rank engine metrics."""
+that stay in flight for seconds, streams whose clients note what they received and how they ended, and
+reading the per-rank engine metrics."""
 
 from __future__ import annotations
 
+import base64
+import json
 import time
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -32,3 +36,62 @@ def wait_until(condition, what: str, timeout: float = 60.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting until {what}"
         time.sleep(0.05)
+
+
+def routed_per_rank(samples: dict, ranks: int = 2) -> list[float]:
+    """Requests routed to each rank, for either reason (each once, and again when sent again)."""
+    name = "polyvox_engine_routed_requests_total"
+    return [
+        sum(value(samples, name, rank=str(rank), reason=reason) for reason in ("affinity", "load"))
+        for rank in range(ranks)
+    ]
+
+
+def rerouted(samples: dict, rank: int, reason: str = "rank_died") -> float:
+    return value(samples, "polyvox_engine_rerouted_requests_total", rank=str(rank), reason=reason)
+
+
+@dataclass
+class Stream:
+    """One streamed wav answer as its client saw it: the audio bytes so far (an SSE stream's deltas
+    joined) and how it ended: `done` (the whole answer: a chunked transfer's last chunk, SSE's
+    `speech.audio.done`), `error` (an SSE `error` event, `code` its code), `cut` (the transfer broke
+    off) or `refused` (an error answer before any audio, `code` its code)."""
+
+    text: str
+    seed: int
+    voice: str = "alloy"
+    sse: bool = False
+    audio: bytearray = field(default_factory=bytearray)
+    ended: str | None = None
+    code: str | None = None
+
+    def run(self, url: str) -> None:
+        body = {"input": self.text, "voice": self.voice, "response_format": "wav", "seed": self.seed}
+        if self.sse:
+            body["stream_format"] = "sse"
+        try:
+            with httpx.stream("POST", f"{url}{SPEECH}", json=body, timeout=180) as response:
+                if response.status_code != 200:
+                    response.read()
+                    self.ended, self.code = "refused", response.json()["error"]["code"]
+                elif self.sse:
+                    self._events(response)
+                else:
+                    for piece in response.iter_bytes():
+                        self.audio += piece
+                    self.ended = "done"
+        except httpx.RemoteProtocolError:
+            self.ended = "cut"
+
+    def _events(self, response: httpx.Response) -> None:
+        for line in response.iter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line.removeprefix("data: "))
+            if event["type"] == "speech.audio.delta":
+                self.audio += base64.b64decode(event["audio"])
+            elif event["type"] == "speech.audio.done":
+                self.ended = "done"
+            elif event["type"] == "error":
+                self.ended, self.code = "error", event["error"]["code"]

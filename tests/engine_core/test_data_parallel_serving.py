@@ -1,26 +1,35 @@
 """`polyvox serve --data-parallel-size 2` on the CPU (tiny random weights): two engine processes behind
 one API server. A seeded request sounds as it does in-thread; a repeated voice stays on one rank; a
 client that goes away mid-stream frees its request in the engine process; a prompt with no room to speak
-is refused by the engine process with its param; kill -9 of one engine fails only its requests, each in
-the documented way (a 500 before the first byte, an SSE `error` event, a cut chunked transfer), while
-the other rank serves on untouched, `/ready` says degraded until the engine is back, and nothing
-leaks."""
+is refused by the engine process with its param; kill -9 of one engine loses no request that had no
+audio yet (each is sent again to the other rank, its seed kept) and ends the others in the documented
+way (an SSE `error` event, a cut chunked transfer), while the other rank serves on untouched and takes
+every new request, `/ready` says degraded until the engine is back, and nothing leaks."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import openai
 import pytest
 
 from engine_core.processes import alive, engine_pid_of_rank, engine_pids, freeze, kill9
-from engine_core.serving import FLAGS, LONG, SPEECH, per_rank, speak, wait_until
-from helpers.audio import decode
+from engine_core.serving import (
+    FLAGS,
+    LONG,
+    SPEECH,
+    Stream,
+    per_rank,
+    rerouted,
+    routed_per_rank,
+    speak,
+    wait_until,
+)
+from helpers.audio import decode, duration
 from helpers.metrics import scrape, value
 from helpers.serve_process import polyvox_serve
 from helpers.server import running_server
@@ -31,7 +40,8 @@ from polyvox.settings import Settings
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[tuple[int, str]]:
     voices = tmp_path_factory.mktemp("voices")
-    with polyvox_serve(*FLAGS, "--voices-dir", str(voices)) as (proc, url):
+    # four requests run at a time on each rank, the rest wait in its queue
+    with polyvox_serve(*FLAGS, "--voices-dir", str(voices), "--max-num-seqs", "4") as (proc, url):
         for voice in ("alloy", "echo"):  # frozen on first use: done here, before the tests time anything
             assert speak(url, "Warm up.", voice).status_code == 200
         yield proc.pid, url
@@ -109,130 +119,83 @@ def test_a_prompt_with_no_room_to_speak_is_refused_naming_its_part_across_the_pr
     assert speak(url, "And the next one speaks.").status_code == 200
 
 
-def test_kill_9_of_one_engine_fails_only_its_requests_as_documented_while_the_other_serves(server):
-    """Rank A runs an SSE stream and a chunked transfer, both past their first bytes, and then, frozen
-    (SIGSTOP) so that it cannot answer, a request with no byte yet; rank B runs two chunked transfers.
-    kill -9 of A: the SSE stream ends with an `error` event, the chunked transfer is cut, the request
-    with no byte yet gets a 500 in OpenAI's error shape. B finishes its transfers and serves new requests
-    while A restarts, its process and counters untouched; A alone is restarted and comes back."""
+def test_kill_9_of_the_busier_rank_sends_again_every_request_that_had_no_audio(server):
+    """24 streams (wav, every third as SSE, each with its seed) in flight and queued on both ranks (four
+    run at a time on each); the busier rank is frozen (SIGSTOP: it sends nothing more, so which streams
+    had audio cannot change while the test reads it), then killed with -9, and new requests are sent
+    at once and while it restarts. Every stream that had no audio is served whole by the other rank: the
+    same length as the same request served afterwards (its seed kept); every other one ends whole or in
+    the documented way (an SSE `error` event, a cut chunked transfer). Every new request is served. The
+    dead rank alone restarts, its re-sent requests counted; the other's process and counters live on."""
     pid, url = server
-    results: dict[str, object] = {}
-    first: dict[str, threading.Event] = defaultdict(threading.Event)
-    threads: list[threading.Thread] = []
-    strays: dict[str, int] = {}  # requests the loads sent to the other rank than the one wanted, by rank
+    streams = [
+        Stream(f"Request {n} is long enough for two pieces.", 100 + n, ("alloy", "echo")[n % 2], n % 3 == 0)
+        for n in range(24)
+    ]
+    samples = scrape(url)
+    routed_before, patches_before = (
+        routed_per_rank(samples),
+        per_rank(samples, "polyvox_engine_patches_total"),
+    )
+    threads = [threading.Thread(target=s.run, args=(url,)) for s in streams]
+    for thread in threads:
+        thread.start()
 
-    def launch(target, label: str, voice: str) -> int:
-        """Start a request; the rank it was routed to (each request is routed once, its pieces follow)."""
-        before = [_routed(url, rank) for rank in (0, 1)]
-        args = (url, results, label, voice) + ((first[label],) if target is not _post else ())
-        threads.append(threading.Thread(target=target, args=args))
-        threads[-1].start()
-        wait_until(lambda: [_routed(url, rank) for rank in (0, 1)] != before, f"{label} is routed")
-        return 0 if _routed(url, 0) > before[0] else 1
+    def in_flight() -> bool:
+        samples = scrape(url)
+        patches = per_rank(samples, "polyvox_engine_patches_total")
+        return sum(routed_per_rank(samples)) >= sum(routed_before) + 24 and all(
+            patches[rank] > patches_before[rank] for rank in range(2)
+        )
 
-    def launch_on(rank: int, target, name: str, voice: str) -> str:
-        """Start requests until one is routed to `rank` (the loads, pieces in flight, decide; each that
-        goes to the other rank makes that one busier)."""
-        for attempt in range(10):
-            label = f"{name}.{attempt}"
-            if launch(target, label, voice) == rank:
-                return label
-            strays[label] = 1 - rank
-        raise AssertionError(f"no {name} request was sent to rank {rank}")
-
-    sse = "sse"
-    rank_a = launch(_sse, sse, "alloy")  # the first request: its rank is A
-    rank_b = 1 - rank_a
-    assert first[sse].wait(120)
-    b1 = launch_on(rank_b, _chunked, "b1", "echo")
-    b2 = launch_on(rank_b, _chunked, "b2", "echo")
-    cut = launch_on(rank_a, _chunked, "cut", "alloy")
-    for label in (b1, b2, cut):
-        assert first[label].wait(120), label
-    victim, survivor = engine_pid_of_rank(pid, rank_a), engine_pid_of_rank(pid, rank_b)
+    wait_until(in_flight, "every request is routed and both ranks send audio")
+    samples = scrape(url)
+    routed = [now - before for now, before in zip(routed_per_rank(samples), routed_before, strict=True)]
+    dead = routed.index(max(routed))  # the busier: more of the 24 were sent to it
+    victim, survivor = engine_pid_of_rank(pid, dead), engine_pid_of_rank(pid, 1 - dead)
+    patches_survivor = per_rank(samples, "polyvox_engine_patches_total")[1 - dead]
 
     freeze(victim)
-    before_first_byte = launch_on(rank_a, _post, "before_first_byte", "alloy")
-    patches_b = per_rank(scrape(url), "polyvox_engine_patches_total")[rank_b]
+    time.sleep(1.0)  # what the rank made before it stopped reaches its clients
+    silent = [s for s in streams if not s.audio]
     kill9(victim)
-
+    new = [Stream(f"New request {n}.", seed=200 + n) for n in range(6)]
+    threads += [threading.Thread(target=s.run, args=(url,)) for s in new[:3]]  # before it is found dead
+    for thread in threads[-3:]:
+        thread.start()
     wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "degraded", "/ready says degraded")
-    assert httpx.get(f"{url}/ready").json()["ranks_down"] == [rank_a]
-    during = speak(url, "Still here.")  # sent while A is down (alloy's rank): B serves it
-    assert during.status_code == 200 and len(during.content) > 0
+    assert httpx.get(f"{url}/ready").json()["ranks_down"] == [dead]
+    for stream in new[3:]:  # while it restarts
+        stream.run(url)
     for thread in threads:
         thread.join(timeout=180)
 
-    refused = results[before_first_byte]
-    assert isinstance(refused, httpx.Response) and refused.status_code == 500, refused
-    error = refused.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"} and error["code"] == "engine_error"
-    status, events = results[sse]
-    assert status == 200 and events[0]["type"] == "speech.audio.delta"
-    assert events[-1]["type"] == "error" and events[-1]["error"]["code"] == "engine_error", events[-1]
-    assert not any(event["type"] == "speech.audio.done" for event in events)
-    assert isinstance(results[cut], httpx.RemoteProtocolError), results[cut]  # the transfer was cut
-    assert _complete(results[b1]) and _complete(results[b2]), (results[b1], results[b2])
-    for label, rank in strays.items():  # on B: served whole; on A: failed with it
-        outcome = results[label]
-        if rank == rank_b:
-            assert _complete(outcome) or getattr(outcome, "status_code", None) == 200, (label, outcome)
-        else:
-            assert not _complete(outcome) and getattr(outcome, "status_code", None) != 200, (label, outcome)
+    assert silent, "no stream was waiting without audio when the rank died"
+    for stream in silent + new:
+        assert stream.ended == "done", (stream.text, stream.ended, stream.code)
+        assert decode(bytes(stream.audio))[0].size > 0
+    for stream in streams:
+        assert stream.ended in ("done", "error", "cut"), (stream.text, stream.ended, stream.code)
+        assert stream.ended != "error" or stream.code == "engine_error", stream.code
+        assert stream.ended != "cut" or not stream.sse
+    samples = scrape(url)
+    assert rerouted(samples, dead) >= 1 and rerouted(samples, 1 - dead) == 0
 
-    wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "ready", "rank A is back")
-    assert all(speak(url, f"After the crash, take {n}.").status_code == 200 for n in range(2))
+    wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "ready", "the rank is back")
+    whole = [s for s in streams + new if s.ended == "done"]
+    again = [Stream(s.text, s.seed, s.voice) for s in whole]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda s: s.run(url), again))
+    for first, second in zip(whole, again, strict=True):
+        assert second.ended == "done"
+        assert duration(bytes(first.audio), "wav") == duration(bytes(second.audio), "wav"), first.text
+
     wait_until(lambda: idle(url), "every KV block is free again")
     samples = scrape(url)
     assert per_rank(samples, "polyvox_engine_up") == [1.0, 1.0]
     restarts = per_rank(samples, "polyvox_engine_rank_restarts_total")
-    assert restarts[rank_a] == 1 and restarts[rank_b] == 0
+    assert restarts[dead] == 1 and restarts[1 - dead] == 0
     assert value(samples, "polyvox_engine_restarts_total") == 0  # the engine as a whole was not rebuilt
-    assert per_rank(samples, "polyvox_engine_patches_total")[rank_b] > patches_b  # B's counters live on
+    assert per_rank(samples, "polyvox_engine_patches_total")[1 - dead] > patches_survivor  # counted on
     now = engine_pids(pid)
     assert survivor in now and len(now) == 2 and victim not in now and not alive(victim)
-
-
-def _sse(url: str, results: dict, name: str, voice: str, first: threading.Event) -> None:
-    body = {"input": LONG, "voice": voice, "response_format": "pcm", "stream_format": "sse"}
-    events: list[dict] = []
-    try:
-        with httpx.stream("POST", f"{url}{SPEECH}", json=body, timeout=180) as response:
-            for line in response.iter_lines():
-                if line.startswith("data: "):
-                    events.append(json.loads(line.removeprefix("data: ")))
-                    first.set()
-        results[name] = (response.status_code, events)
-    except httpx.HTTPError as exc:
-        results[name] = exc
-    finally:
-        first.set()
-
-
-def _chunked(url: str, results: dict, name: str, voice: str, first: threading.Event) -> None:
-    body = {"input": LONG, "voice": voice, "response_format": "pcm"}
-    received = 0
-    try:
-        with httpx.stream("POST", f"{url}{SPEECH}", json=body, timeout=180) as response:
-            for piece in response.iter_bytes():
-                received += len(piece)
-                first.set()
-        results[name] = (response.status_code, received)
-    except httpx.HTTPError as exc:  # a cut transfer: the documented failure after the first byte
-        results[name] = exc
-    finally:
-        first.set()
-
-
-def _post(url: str, results: dict, name: str, voice: str) -> None:
-    results[name] = speak(url, LONG, voice)  # long: one that goes to B stays in flight, making B busier
-
-
-def _routed(url: str, rank: int) -> float:
-    samples = scrape(url)
-    name = "polyvox_engine_routed_requests_total"
-    return sum(value(samples, name, rank=str(rank), reason=reason) for reason in ("affinity", "load"))
-
-
-def _complete(outcome: object) -> bool:
-    return isinstance(outcome, tuple) and outcome[0] == 200 and outcome[1] > 24000 * 2 * 2

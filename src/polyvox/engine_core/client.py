@@ -1,7 +1,8 @@
 """`EngineClient`: the side of one engine process (one data-parallel rank) that owns it: the API server,
 or the launcher in front of several API processes. It spawns the process, talks to it over a ZeroMQ
-DEALER socket (an `EngineLink`), and watches it: when it dies, only the requests it was running fail
-(`EngineDied`, a BackendError), and it is started again with a growing pause between failed tries.
+DEALER socket (an `EngineLink`), and watches it: when it dies, it is marked down at once (no request is
+routed to it), the requests it held end with `EngineDied` (the `DataParallelEngine` sends those with no
+audio yet to a live rank), and it is started again with a growing pause between failed tries.
 """
 
 from __future__ import annotations
@@ -159,11 +160,16 @@ class EngineClient(EngineLink):
         await exited
         if self._stopping:
             return
+        was_up = self.up
+        self.handshake = None  # down from now: nothing more is routed here
         await asyncio.to_thread(process.join, 1.0)
         code = process.exitcode
-        was_up = self.up
         log.error(
-            "engine rank %d exited (exit code %s); failing its %d request(s)", self.rank, code, self.load
+            "engine rank %d exited (exit code %s) holding %d request(s): those with no audio yet are "
+            "sent again, the others fail",
+            self.rank,
+            code,
+            self.load,
         )
         error = EngineDied(f"engine rank {self.rank} died (exit code {code})")
         self._fail_all(error)

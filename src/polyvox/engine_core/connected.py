@@ -1,8 +1,9 @@
 """`ConnectedEngineClient`: an API process's side of an engine process that the launcher owns
 (`api_server_count` > 1). It only connects; what the engine does it learns from the socket itself:
-connected, it says hello and waits for the handshake; disconnected (the process died), it fails the
-requests it had there and waits for the launcher's restarted engine to take the socket again, on a fresh
-connection so nothing queued for the dead one reaches the new one.
+connected, it says hello and waits for the handshake; disconnected (the process died), it ends the
+requests it had there with `EngineDied` (the `DataParallelEngine` sends those with no audio yet to a live
+rank) and waits for the launcher's restarted engine to take the socket again, on a fresh connection so
+nothing queued for the dead one reaches the new one.
 
 Its load is the engine's own count (what every API process sent it) plus what this process sent since
 the engine last reported, so each API process routes on the loads all of them make."""
@@ -103,7 +104,12 @@ class ConnectedEngineClient(EngineLink):
                 monitor.close(linger=0)
                 socket.close(linger=0)
             if self.up:
-                log.error("engine rank %d is gone; failing its %d request(s)", self.rank, len(self._requests))
+                log.error(
+                    "engine rank %d is gone holding %d request(s) of this process: those with no audio "
+                    "yet are sent again, the others fail",
+                    self.rank,
+                    len(self._requests),
+                )
             self._down(EngineDied(f"engine rank {self.rank} died"))
 
     def _down(self, error: BaseException) -> None:

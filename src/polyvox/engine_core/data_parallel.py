@@ -1,7 +1,11 @@
 """`DataParallelEngine`: one engine process per data-parallel rank (device) behind one API server, each
-request routed by the `Router`. A rank that dies fails only its own requests and is restarted by its
-`EngineClient` while the others serve (their processes and counters untouched); the engine is ready
-while any rank is up.
+request routed by the `Router` to a rank that is up. A rank that dies is restarted by its `EngineClient`
+while the others serve (their processes and counters untouched); the engine is ready while any rank is
+up. Of the requests the dead rank held, those none of whose audio had come back (waiting in its queue,
+being prefilled, or sent as it died) are sent again, with the same sampling seed (one is fixed here for a
+request without one), to a live rank, or, with none up, to the first that comes back (the server's
+deadline bounds the wait); a request is sent at most `MAX_SENDS` times, so an input that kills every rank
+it reaches stops there. Those that had audio end with `EngineDied`: their stream is cut.
 
 With `connect=True` (an API process behind `api_server_count`), the ranks are processes the launcher
 owns and restarts, at `socket_dir`: each is a `ConnectedEngineClient`, routed on the loads every API
@@ -11,16 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import shutil
 import tempfile
 from collections.abc import AsyncGenerator
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from polyvox.batching.errors import EngineError
 from polyvox.engine_core.client import EngineClient, engine_address
 from polyvox.engine_core.connected import ConnectedEngineClient
+from polyvox.engine_core.link import EngineDied
 from polyvox.engine_core.model_spec import ModelSpec
 from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.request import EngineRequest
@@ -29,6 +36,8 @@ from polyvox.engine_core.stats import EngineRank, PromptCacheStats
 from polyvox.logs import LogFormat
 
 log = logging.getLogger(__name__)
+
+MAX_SENDS = 3  # a request's first send and two more, each after the rank holding it died
 
 
 class DataParallelEngine:
@@ -55,10 +64,12 @@ class DataParallelEngine:
         self.connect = connect
         self.socket_dir = socket_dir
         self._made_dir: str | None = None
+        self._stopped = asyncio.Event()  # wakes requests waiting for a rank when the engine stops
 
     async def start(self) -> None:
         if self.clients:
             return
+        self._stopped.clear()
         if self.connect:
             await self._connect()
             return
@@ -93,6 +104,7 @@ class DataParallelEngine:
                 wait.cancel()
 
     async def stop(self) -> None:
+        self._stopped.set()
         clients, self.clients = self.clients, []
         await asyncio.gather(*(c.stop() for c in clients))
         if self._made_dir is not None:
@@ -118,6 +130,7 @@ class DataParallelEngine:
                 c.restarts,
                 router.by_affinity[rank],
                 router.by_load[rank],
+                dict(router.rerouted[rank]),
             )
             for rank, c in enumerate(self.clients)
         ]
@@ -131,14 +144,48 @@ class DataParallelEngine:
         return list(await asyncio.gather(*(c.control(method, **args) for c in self.clients)))
 
     async def generate(self, request: EngineRequest) -> AsyncGenerator[np.ndarray, None]:
-        clients = self.clients
+        if request.seed is None:  # fixed now, so that the request sent again is the same request
+            request = msgspec.structs.replace(request, seed=random.getrandbits(31))
+        sends = 0
+        while True:
+            rank, client = await self._route(request)
+            sends += 1
+            outputs = client.generate(request)
+            audio = False
+            try:
+                async for chunk in outputs:
+                    audio = True
+                    yield chunk
+                return
+            except EngineDied as exc:
+                if audio or sends >= MAX_SENDS:
+                    raise
+                self.router.rerouted_from(rank, exc.reason)
+                log.info("request %s (piece %s) sent again: %s", request.request_id, request.piece, exc)
+            finally:
+                await outputs.aclose()
+
+    async def _route(self, request: EngineRequest) -> tuple[int, EngineClient | ConnectedEngineClient]:
+        """A rank that is up for `request`, and its client; with none up, the first that comes back."""
+        while True:
+            clients = self.clients
+            if not clients:
+                raise EngineError("the VoxCPM2 engine is not started")
+            try:
+                rank = self.router.route([c.load if c.up else None for c in clients], request)
+            except NoRankUp:
+                await self._some_rank_up(clients)
+                continue
+            return rank, clients[rank]
+
+    async def _some_rank_up(self, clients: list[EngineClient | ConnectedEngineClient]) -> None:
+        """Return once one of `clients` is up; EngineError if the engine stops first."""
+        waits = [asyncio.ensure_future(c.wait_up()) for c in clients]
+        stopped = asyncio.ensure_future(self._stopped.wait())
         try:
-            rank = self.router.route([c.load if c.up else None for c in clients], request)
-        except NoRankUp as exc:
-            raise EngineError(str(exc)) from exc
-        outputs = clients[rank].generate(request)
-        try:
-            async for chunk in outputs:
-                yield chunk
+            await asyncio.wait([*waits, stopped], return_when=asyncio.FIRST_COMPLETED)
         finally:
-            await outputs.aclose()
+            for wait in (*waits, stopped):
+                wait.cancel()
+        if self._stopped.is_set():
+            raise EngineError("the VoxCPM2 engine stopped")

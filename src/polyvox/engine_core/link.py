@@ -1,6 +1,7 @@
 """`EngineLink`: what every client of an engine process does on its socket, whoever started the process:
 hand each request's patches to that request's own queue, answer control calls, mirror the engine's
-start-up stage, keep its counters, and fail the requests it held when it goes away. `EngineClient`
+start-up stage, keep its counters, and fail the requests it held when it goes away (`EngineDied`: the
+`DataParallelEngine` sends again those of them that had no audio yet). `EngineClient`
 (engine_core/client.py) also spawns and restarts the process; `ConnectedEngineClient` (connected.py) only
 connects to one a launcher owns."""
 
@@ -27,12 +28,21 @@ from polyvox.startup import STAGES
 class EngineDied(EngineError):
     """The engine process serving the request died (killed, out of memory, a device error)."""
 
+    reason = "rank_died"  # why a request that had no audio yet was sent again (a metric's label)
+
+
+class SendFailed(EngineDied):
+    """The request could not be sent: the engine was found down, or its socket closed, on the way."""
+
+    reason = "send_failed"
+
 
 class EngineLink:
     def __init__(self, rank: int, address: str) -> None:
         self.rank = rank
         self.address = address
-        self.handshake: m.Ready | None = None
+        self._handshake: m.Ready | None = None
+        self._serving = asyncio.Event()  # set while up: what a request waiting for a live rank awaits
         self.stats: BatchingStats | None = None
         self.held = 0  # requests the engine reported holding, for every client
         self._prompt_stats = PromptCacheStats()
@@ -46,8 +56,25 @@ class EngineLink:
     # ------------------------------------------------------------------ state
 
     @property
+    def handshake(self) -> m.Ready | None:
+        """The engine's `Ready`, while it serves."""
+        return self._handshake
+
+    @handshake.setter
+    def handshake(self, ready: m.Ready | None) -> None:
+        self._handshake = ready
+        if ready is None:
+            self._serving.clear()
+        else:
+            self._serving.set()
+
+    @property
     def up(self) -> bool:
-        return self.handshake is not None
+        return self._handshake is not None
+
+    async def wait_up(self) -> None:
+        """Return once the engine serves (at once if it does)."""
+        await self._serving.wait()
 
     @property
     def load(self) -> int:
@@ -73,14 +100,18 @@ class EngineLink:
     async def generate(self, request: EngineRequest) -> AsyncGenerator[np.ndarray, None]:
         socket = self._socket
         if not self.up or socket is None:
-            raise EngineDied(f"engine rank {self.rank} is not running")
+            raise SendFailed(f"engine rank {self.rank} is not running")
         key = next(self._keys)
         sink: asyncio.Queue = asyncio.Queue()
         self._requests[key] = sink
         finished = False
         try:
             self._sent()
-            await socket.send(m.encode(m.Generate(key, request)), copy=False)
+            try:
+                await socket.send(m.encode(m.Generate(key, request)), copy=False)
+            except zmq.ZMQError as exc:  # the socket closed under it: the engine went away
+                finished = True
+                raise SendFailed(f"engine rank {self.rank} went away: {exc}") from exc
             while True:
                 item = await sink.get()
                 if isinstance(item, BaseException):

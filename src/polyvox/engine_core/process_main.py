@@ -4,7 +4,9 @@ tells connected clients its start-up stage, answers `Ready`, then runs the engin
 (`batching/step_loop.py` `run_steps`, the one the in-thread engine runs) with its socket as the
 transport (`EngineLoop`): take the messages waiting (blocking only when idle), apply them (an abort
 frees its KV blocks before the next step), step, and send each client its step's patches in one
-message.
+message. Prompts are prepared alongside and admitted as they are ready, but the pieces of one long input
+in the order they came: a later piece never has audio while an earlier one has none, so a piece that
+had none when its rank died (and is sent again elsewhere) was never overtaken by one that had.
 
 Several clients may connect (API processes behind `api_server_count`, and the launcher that owns the
 engine): each gets its own requests' patches, and the others the counters alone; `Forget` drops a client
@@ -182,7 +184,8 @@ class EngineLoop:
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         link.poller.register(self._wake_read, zmq.POLLIN)
-        self.preparing: dict[RequestKey, Future] = {}
+        self.preparing: dict[RequestKey, Future] = {}  # in the order the requests came
+        self.request_of: dict[RequestKey, str] = {}  # the request (of a long input's pieces) being prepared
         self.seq_of: dict[RequestKey, int] = {}
         self.key_of: dict[int, RequestKey] = {}
         self.stats_sent = False  # whether clients have the counters as they are now
@@ -222,6 +225,7 @@ class EngineLoop:
             key = (peer, message.key)
             future = self.prepare_pool.submit(self.worker.prepare, message.request)
             self.preparing[key] = future
+            self.request_of[key] = message.request.request_id
             future.add_done_callback(lambda _: os.write(self._wake_write, b"."))
         elif isinstance(message, m.Abort):
             self.abort((peer, message.key))
@@ -237,6 +241,7 @@ class EngineLoop:
     def abort(self, key: RequestKey) -> None:
         if key in self.preparing:
             self.preparing.pop(key).cancel()
+            del self.request_of[key]
         if (seq_id := self.seq_of.pop(key, None)) is not None:
             del self.key_of[seq_id]
             self.core.abort(seq_id)
@@ -251,10 +256,15 @@ class EngineLoop:
     def admit_prepared(self) -> None:
         with contextlib.suppress(BlockingIOError):
             os.read(self._wake_read, 4096)
+        unready: set[tuple[Peer, str]] = set()  # requests with a piece still being prepared
         for key, future in list(self.preparing.items()):
-            if not future.done():
+            request = (key[0], self.request_of[key])
+            if not future.done() or request in unready:
+                if request[1]:
+                    unready.add(request)  # its later pieces wait for this one
                 continue
             del self.preparing[key]
+            del self.request_of[key]
             try:
                 prompt, params = future.result()
                 seq = self.core.add_request(prompt, params, str(key[1]))

@@ -6,8 +6,10 @@ A long input's later pieces go where its first piece went, while that rank is up
 prompt and follow one another, and pieces that moved between ranks with the loads would split one
 stream's fate (a rank that dies mid-stream) over both.
 How often affinity decided is counted (for each request, not each piece), so the prefix-cache hit
-rate it buys can be measured; with several API processes on one port (each routing its own requests)
-also in prometheus_client's shared files, so `/metrics` can sum the counts of all."""
+rate it buys can be measured, and how often a request had to be sent again because the rank it was sent
+to died before it had any audio (`rerouted`, by the rank it left and why); with several API processes on
+one port (each routing its own requests) also in prometheus_client's shared files, so `/metrics` can sum
+the counts of all."""
 
 from __future__ import annotations
 
@@ -29,6 +31,13 @@ ROUTED_REQUESTS_HELP = (
     "Requests sent to the engine rank, by why it was chosen: affinity (it last served the "
     "request's voice prompt) or load (it was the least loaded)."
 )
+REROUTED_REQUESTS = "polyvox_engine_rerouted_requests"
+REROUTED_REQUESTS_HELP = (
+    "Engine requests (a whole input, or one piece of a long one) sent again to a live rank because the "
+    "rank they were on went away before any of their audio came back, by that rank and why: rank_died "
+    "(it died holding them) or send_failed (it was found gone as they were sent)."
+)
+REROUTE_REASONS = ("rank_died", "send_failed")
 
 
 def voice_key(request: EngineRequest) -> str | None:
@@ -51,14 +60,19 @@ class Router:
         # per rank: requests sent there because it last served their voice, or because it was least loaded
         self.by_affinity = [0] * ranks
         self.by_load = [0] * ranks
+        self.rerouted = [dict.fromkeys(REROUTE_REASONS, 0) for _ in range(ranks)]  # by the rank they left
         self._voices: OrderedDict[str, int] = OrderedDict()
         self._turn = itertools.count()
         self._requests: OrderedDict[str, int] = OrderedDict()
         # Several API processes on one port route with a Router each: /metrics sums their shared counts.
         self._shared_counts = shared_counter(ROUTED_REQUESTS, ROUTED_REQUESTS_HELP, ["rank", "reason"])
+        self._shared_reroutes = shared_counter(REROUTED_REQUESTS, REROUTED_REQUESTS_HELP, ["rank", "reason"])
         if self._shared_counts is not None:
             for rank, reason in itertools.product(range(ranks), ("affinity", "load")):
                 self._shared_counts.labels(rank=str(rank), reason=reason)  # every series, from zero
+        if self._shared_reroutes is not None:
+            for rank, reason in itertools.product(range(ranks), REROUTE_REASONS):
+                self._shared_reroutes.labels(rank=str(rank), reason=reason)
 
     def route(self, loads: list[int | None], piece: EngineRequest) -> int:
         """The rank for `piece` (of a long input, or a whole one): its request's rank when an earlier
@@ -89,6 +103,13 @@ class Router:
         if voice is not None:
             _remember(self._voices, voice, choice, REMEMBERED_VOICES)
         return choice
+
+    def rerouted_from(self, rank: int, reason: str) -> None:
+        """A request that had no audio yet left `rank` (`reason`: one of REROUTE_REASONS) to be sent
+        again; where it goes next is routed, and counted, as any request."""
+        self.rerouted[rank][reason] += 1
+        if self._shared_reroutes is not None:
+            self._shared_reroutes.labels(rank=str(rank), reason=reason).inc()
 
     def _count(self, rank: int, by_affinity: bool) -> None:
         (self.by_affinity if by_affinity else self.by_load)[rank] += 1

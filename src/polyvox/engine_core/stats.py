@@ -4,7 +4,8 @@ data-parallel rank's state (`EngineRank`), and the batching counters of several 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from polyvox.batching.stats import BatchingStats
 
@@ -21,13 +22,15 @@ class PromptCacheStats:
 class EngineRank:
     """One data-parallel rank of a batching engine, as `/ready` and `/metrics` see it: whether it is up,
     its counters (None while down), its restarts and the requests routed to it, by why it was chosen
-    (the rank that last served the request's voice prompt, or the least loaded one)."""
+    (the rank that last served the request's voice prompt, or the least loaded one), and the requests
+    sent again elsewhere because it went away before they had audio, by why (`router.REROUTE_REASONS`)."""
 
     up: bool
     stats: BatchingStats | None
     restarts: int = 0
     routed_by_affinity: int = 0
     routed_by_load: int = 0
+    rerouted: Mapping[str, int] = field(default_factory=dict)
 
 
 def combined_stats(ranks: list[BatchingStats | None]) -> BatchingStats | None:

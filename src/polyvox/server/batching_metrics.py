@@ -1,12 +1,13 @@
 """Prometheus view of the batching engine, read at scrape time from the back end's `engine_ranks()`,
 each series labelled by data-parallel `rank`: running and waiting requests, batch size, KV blocks,
-prefix-cache hits, step time and preemptions; whether the rank is up, its restarts and the requests
-routed to it (`reason`: affinity, to the rank that last served the voice's prompt, or load). Back ends
-that do not batch (the embedded voice) have no ranks and export nothing here.
+prefix-cache hits, step time and preemptions; whether the rank is up, its restarts, the requests
+routed to it (`reason`: affinity, to the rank that last served the voice's prompt, or load) and those
+sent again elsewhere because it went away before they had audio (`reason`: rank_died, send_failed).
+Back ends that do not batch (the embedded voice) have no ranks and export nothing here.
 
 With several API processes on one port, every one of them reads the same engine counters from the
-ranks, so this collector reports them as the scraping process sees them; only the routed requests,
-counted by each process's own `Router`, are left to the shared files that `/metrics` sums."""
+ranks, so this collector reports them as the scraping process sees them; only the routed and re-routed
+requests, counted by each process's own `Router`, are left to the shared files that `/metrics` sums."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from polyvox.backends.base import Backend
-from polyvox.engine_core.router import ROUTED_REQUESTS, ROUTED_REQUESTS_HELP
+from polyvox.engine_core.router import (
+    REROUTE_REASONS,
+    REROUTED_REQUESTS,
+    REROUTED_REQUESTS_HELP,
+    ROUTED_REQUESTS,
+    ROUTED_REQUESTS_HELP,
+)
 from polyvox.metrics_files import shared_metrics_dir
 
 if TYPE_CHECKING:  # the batching engine imports torch, which an API server for the embedded voice never needs
@@ -76,6 +83,7 @@ class BatchingStatsCollector(Collector):
             "polyvox_engine_rank_restarts", "Times the engine rank's process was restarted.", labels=["rank"]
         )
         routed = CounterMetricFamily(ROUTED_REQUESTS, ROUTED_REQUESTS_HELP, labels=["rank", "reason"])
+        rerouted = CounterMetricFamily(REROUTED_REQUESTS, REROUTED_REQUESTS_HELP, labels=["rank", "reason"])
         gauges = {
             name: GaugeMetricFamily(f"polyvox_engine_{name}", doc, labels=["rank"])
             for name, doc in GAUGES.items()
@@ -90,6 +98,8 @@ class BatchingStatsCollector(Collector):
             restarts.add_metric([label], state.restarts)
             routed.add_metric([label, "affinity"], state.routed_by_affinity)
             routed.add_metric([label, "load"], state.routed_by_load)
+            for reason in REROUTE_REASONS:
+                rerouted.add_metric([label, reason], state.rerouted.get(reason, 0))
             if state.stats is None:
                 continue
             for name, value in _values(state.stats).items():
@@ -99,5 +109,6 @@ class BatchingStatsCollector(Collector):
         yield restarts
         if self.reports_routed:
             yield routed
+            yield rerouted
         yield from gauges.values()
         yield from counters.values()
