@@ -38,7 +38,7 @@ from engine_core.serving import (
     wait_until,
 )
 from helpers.audio import decode
-from helpers.connection_owners import connection_counts
+from helpers.connection_owners import connection_counts, owner_of
 from helpers.metrics import scrape, value
 from helpers.raw_http import address
 from helpers.serve_process import free_port, polyvox_serve
@@ -156,6 +156,22 @@ def burst(url: str, pids: list[int]) -> dict[int, int]:
     return held
 
 
+def statuses_by_process(url: str, pids: list[int], path: str = "/ready") -> dict[int, int]:
+    """GET `path` on fresh connections until each of `pids` has answered one: the status each gave (a
+    connection goes to one process or the other at random, so asking N times may never reach one)."""
+    statuses: dict[int, int] = {}
+    while set(statuses) != set(pids):
+        with socket.create_connection(address(url)) as connection:
+            owner = owner_of(connection, pids)
+            connection.sendall(f"GET {path} HTTP/1.1\r\nHost: polyvox\r\nConnection: close\r\n\r\n".encode())
+            statuses[owner] = int(connection.makefile("rb").readline().split()[1])
+    return statuses
+
+
+def every_process_ready(url: str, pids: list[int]) -> bool:
+    return set(statuses_by_process(url, pids).values()) == {200}
+
+
 def test_adapters_named_at_start_speak_through_every_api_process_and_cannot_change_at_run_time(server):
     _, url = server
     for _ in range(4):  # whichever process takes it knows the adapter
@@ -188,7 +204,7 @@ def test_kill_9_of_an_api_process_is_replaced_while_the_other_serves_on(server):
         assert speak(url, f"Still here {n}.").status_code == 200
     wait_until(lambda: len(api_pids(proc.pid)) == 2, "the launcher starts a new API process")
     assert survivor in api_pids(proc.pid) and victim not in api_pids(proc.pid)
-    wait_until(lambda: all(httpx.get(f"{url}/ready").status_code == 200 for _ in range(4)), "both ready")
+    wait_until(lambda: every_process_ready(url, api_pids(proc.pid)), "both ready")
     assert speak(url, "And again.").status_code == 200
     # the dead process's requests still count; its in-flight gauge no longer does
     samples = scrape(url)
@@ -280,7 +296,9 @@ def test_the_embedded_voice_runs_in_each_api_process_and_a_process_that_cannot_s
 ):
     flags = ("--api-server-count", "2", "--voices-dir", str(tmp_path / "voices"), "--log-level", "warning")
     with polyvox_serve(*flags) as (proc, url):
-        assert len(engine_pids(proc.pid)) == 2  # two API processes, no engine
+        processes = engine_pids(proc.pid)
+        assert len(processes) == 2  # two API processes, no engine
+        wait_until(lambda: every_process_ready(url, processes), "each has its voice ready")
         audio, _ = decode(httpx.post(f"{url}{SPEECH}", json={"input": "Hello.", "voice": "alloy"}).content)
         assert audio.size > 0
         proc.send_signal(signal.SIGTERM)

@@ -7,6 +7,8 @@ A connection still in a listening socket's accept queue belongs to no process ye
 from __future__ import annotations
 
 import os
+import socket
+import time
 from pathlib import Path
 
 ESTABLISHED = "01"
@@ -27,6 +29,18 @@ def connection_counts(pids: list[int], port: int, clients: set[int] | None = Non
             if target.startswith("socket:[") and target[8:-1] in inodes:
                 counts[pid] += 1
     return counts
+
+
+def owner_of(connection: socket.socket, pids: list[int], timeout_s: float = 60.0) -> int:
+    """Which of `pids` accepted `connection` (a client's socket), once one has; TimeoutError if none
+    has within `timeout_s`."""
+    port, mine = connection.getpeername()[1], {connection.getsockname()[1]}
+    deadline = time.monotonic() + timeout_s
+    while not (holders := [pid for pid, n in connection_counts(pids, port, mine).items() if n]):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no process of {pids} accepted the connection in {timeout_s:g} s")
+        time.sleep(0.01)
+    return holders[0]
 
 
 def _established_to(port: int, clients: set[int] | None) -> set[str]:

@@ -12,9 +12,10 @@ Several clients may connect (API processes behind `api_server_count`, and the la
 engine): each gets its own requests' patches, and the others the counters alone; `Forget` drops a client
 that died, with its requests.
 
-It exits by itself when its parent (the API server, or the launcher) is gone and on `Shutdown`; it
-ignores SIGTERM and SIGINT, which a service manager may send to the whole process group: the API server
-drains first and then shuts its engines down.
+It exits on `Shutdown`, and by itself once its parent (the API server, or the launcher) is gone and no
+client is connected any more: a launcher killed with -9 leaves its API processes draining, and they keep
+their engines until they have gone. It ignores SIGTERM and SIGINT, which a service manager may send to
+the whole process group: the API server drains first and then shuts its engines down.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import msgspec
 import numpy as np
 import zmq
+from zmq.utils.monitor import parse_monitor_message
 
 from polyvox.batching.core import StepFailed, StepOutput
 from polyvox.batching.errors import EngineInputError, EngineOverloaded
@@ -75,19 +77,20 @@ def run(
     # Every request's output is bounded by its max_len, as the in-thread engine's queues are.
     socket.setsockopt(zmq.SNDHWM, 0)
     socket.setsockopt(zmq.RCVHWM, 0)
+    link = ClientLink(socket, parent_pid)  # before the bind, so it sees every client connect
     socket.bind(address)
-    link = ClientLink(socket, parent_pid)
     worker = link.start_up(spec, options, restarts)
     if worker is not None:
         gc.freeze()  # the loaded model's objects leave the collector's full passes (fewer long pauses)
         EngineLoop(worker, link).run()
+    link.close()
     socket.close()
     context.term()
     sys.exit(0 if worker is not None else 1)
 
 
 class ClientLink:
-    """The engine's socket: who is connected, what they are told, and whether the API server lives."""
+    """The engine's socket: who is connected, what they are told, and whether anyone is left to serve."""
 
     def __init__(self, socket: zmq.Socket, parent_pid: int) -> None:
         self.socket = socket
@@ -97,9 +100,18 @@ class ClientLink:
         self.poller.register(socket, zmq.POLLIN)
         self.greeting: m.Ready | m.StartFailed | m.Stage = m.Stage(None)
         self.shutdown = False
+        # connections open to the socket (accepted less closed), from the socket's own events
+        self.connections = 0
+        self.events = socket.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
+        self.poller.register(self.events, zmq.POLLIN)
 
     def orphaned(self) -> bool:
-        return os.getppid() != self.parent_pid
+        """Its parent is gone, and every client has closed its connection too."""
+        return os.getppid() != self.parent_pid and self.connections <= 0
+
+    def close(self) -> None:
+        self.socket.disable_monitor()
+        self.events.close(linger=0)
 
     def send(self, peer: Peer, message: object) -> None:
         self.socket.send_multipart([peer, m.encode(message)], copy=False)
@@ -114,6 +126,7 @@ class ClientLink:
         received: list[tuple[Peer, object]] = []
         if not self.poller.poll(timeout_ms):
             return received
+        self._count_connections()
         while True:
             try:
                 peer, payload = self.socket.recv_multipart(zmq.NOBLOCK)
@@ -130,6 +143,14 @@ class ClientLink:
                 received.append((peer, message))
             else:
                 received.append((peer, message))
+
+    def _count_connections(self) -> None:
+        while True:
+            try:
+                event = parse_monitor_message(self.events.recv_multipart(zmq.NOBLOCK))["event"]
+            except zmq.Again:
+                return
+            self.connections += 1 if event == zmq.EVENT_ACCEPTED else -1
 
     def start_up(self, spec: ModelSpec, options: WorkerOptions, restarts: int = 0) -> EngineWorker | None:
         """Load the model and build the worker in a thread while clients hear the stage it is in."""
@@ -198,7 +219,7 @@ class EngineLoop:
     @property
     def stopped(self) -> bool:
         if self.link.orphaned():
-            log.warning("the API server is gone: the engine exits")
+            log.warning("its parent and every client are gone: the engine exits")
             return True
         return self.link.shutdown
 

@@ -1,7 +1,8 @@
 """One API server process behind the launcher: the whole polyvox app (HTTP, text front end, voices,
 cache, encoding, metrics) on the listening socket the launcher shares, its VoxCPM engine ranks reached
 by connecting to the launcher's (`ConnectedEngineClient`). It drains on SIGTERM as `polyvox serve`
-does, and drains and exits when the launcher is gone."""
+does, and drains and exits when the launcher is gone (killed): the engine ranks serve on until their
+last API process has gone, so what was in flight finishes."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ log = logging.getLogger(__name__)
 
 EXIT_START_FAILED = 3  # the app could not be built (its log says why): restarting it cannot help
 ORPHAN_POLL_S = 0.5
+ORPHAN_EXIT_S = 15.0  # past the drain, how long an orphan may take to exit before it stops at once
 
 
 def run(
@@ -28,7 +30,10 @@ def run(
 ) -> None:
     """The process's entry point (spawned; picklable arguments only)."""
     log_config = setup_logging(settings.log_level, settings.log_format)
-    threading.Thread(target=_drain_when_orphaned, args=(launcher_pid,), daemon=True).start()
+    orphan = threading.Thread(
+        target=_drain_when_orphaned, args=(launcher_pid, settings.shutdown_grace_s), daemon=True
+    )
+    orphan.start()
     from polyvox.backends.factory import build_backend
     from polyvox.server.app import create_app
     from polyvox.server.connections import uvicorn_config
@@ -48,9 +53,14 @@ def run(
     server.run(sockets=[listener])
 
 
-def _drain_when_orphaned(launcher_pid: int) -> None:
-    """The launcher gone (killed), its engines go too: drain what is left and exit."""
+def _drain_when_orphaned(launcher_pid: int, grace_s: float) -> None:
+    """The launcher gone (killed), nothing will restart this process or its engines: drain what is in
+    flight and exit, as the launcher would have had it do on SIGTERM, and within the time it would have
+    given (then at once: its engines wait for it to go)."""
     while os.getppid() == launcher_pid:
         time.sleep(ORPHAN_POLL_S)
     log.warning("the launcher is gone: draining and exiting")
     os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(grace_s + ORPHAN_EXIT_S)
+    log.error("still running %.0f s after the launcher went: exiting at once", grace_s + ORPHAN_EXIT_S)
+    os._exit(1)

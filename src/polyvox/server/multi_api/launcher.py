@@ -8,7 +8,8 @@ enough streams for the engines, N of them can.
   proxy's pool of kept-alive connections lands on every process (one shared socket gave a burst of
   connections to whichever process woke first). The launcher holds the sockets and hands socket `i`
   to each API process `i` it starts: while one is dead and restarting, the connections dealt to its
-  socket wait in its queue for its replacement instead of being refused or reset.
+  socket wait in its queue for its replacement instead of being refused or reset. Once the launcher
+  stops, it lets go of them: each closes with its process.
 - Each API process admits `max_concurrent_requests / N` and queues `max_queue / N` (rounded up), and
   keeps the disk audio cache (which they share) under `cache_max_bytes / N`.
 - LoRA adapters are the ones named at start (`/admin/lora` cannot change them: each process would
@@ -172,7 +173,7 @@ class Launcher:
 
             loop.add_reader(process.sentinel, on_exit)
             try:
-                await self._until_exit(process, exited)
+                await self._until_exit(process, exited, listener)
             finally:
                 loop.remove_reader(process.sentinel)
             await asyncio.to_thread(process.join, 5.0)
@@ -197,13 +198,18 @@ class Launcher:
                 await asyncio.wait_for(self._stopping.wait(), pause)
             pause = min(2 * pause, longest)
 
-    async def _until_exit(self, process: BaseProcess, exited: asyncio.Future) -> None:
-        """Wait for the process to exit; once the launcher stops, give it the drain and then kill it."""
+    async def _until_exit(
+        self, process: BaseProcess, exited: asyncio.Future, listener: socket.socket
+    ) -> None:
+        """Wait for the process to exit; once the launcher stops, give it the drain and then kill it. Its
+        socket is then the process's alone: it closes as the process stops accepting, and connections go
+        to the processes still draining (which answer 503) instead of waiting where none accepts."""
         stopping = asyncio.create_task(self._stopping.wait())
         try:
             await asyncio.wait([exited, stopping], return_when=asyncio.FIRST_COMPLETED)
             if exited.done():
                 return
+            listener.close()
             limit = self.settings.shutdown_grace_s + EXIT_WAIT_S if self._draining else EXIT_WAIT_S
             try:
                 await asyncio.wait_for(asyncio.shield(exited), limit)
