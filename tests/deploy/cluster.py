@@ -53,11 +53,13 @@ class Cluster:
     procs: list[subprocess.Popen] = field(default_factory=list)
 
 
-def _start(port: int, flags: list[str], tmp: Path, index: int, redis_url: str) -> Replica:
+def _start(
+    port: int, flags: list[str], tmp: Path, index: int, redis_url: str, sync_interval_s: float
+) -> Replica:
     log = tmp / f"replica-{index}.log"
     command = [
         sys.executable, "-m", "polyvox.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-        "--state-url", redis_url, "--state-sync-interval-s", "0.2",
+        "--state-url", redis_url, "--state-sync-interval-s", str(sync_interval_s),
         "--voices-dir", str(tmp / f"voices-{index}"),
         "--cache-enabled", "--cache-dir", str(tmp / f"cache-{index}"),
         "--log-level", "warning", *flags,
@@ -83,14 +85,17 @@ def wait_ready(replicas: list[Replica], timeout_s: float = 240) -> None:
 
 
 @contextmanager
-def cluster(tmp: Path, flags: list[str], replicas: int = 3) -> Iterator[Cluster]:
-    """`replicas` polyvox processes started at once with `flags`, one Redis, one nginx in front."""
+def cluster(
+    tmp: Path, flags: list[str], replicas: int = 3, sync_interval_s: float = 0.2
+) -> Iterator[Cluster]:
+    """`replicas` polyvox processes started at once with `flags`, one Redis, one nginx in front; each
+    replica syncs with Redis in the background every `sync_interval_s`."""
     redis = RedisServer(binary("redis-server", "redis-server"))
     nginx_binary = binary("nginx", "nginx")
     with ExitStack() as stack:
         redis.start()
         stack.callback(redis.close)
-        members = [_start(free_port(), flags, tmp, i, redis.url) for i in range(replicas)]
+        members = [_start(free_port(), flags, tmp, i, redis.url, sync_interval_s) for i in range(replicas)]
         stack.callback(_stop, [member.proc for member in members])
         wait_ready(members)
         port = free_port()

@@ -88,7 +88,7 @@ def test_a_deletion_reaches_the_other_replica_with_its_clip(redis_server, tmp_pa
 def test_an_emptied_redis_is_refilled_from_the_replicas(redis_server, tmp_path):
     one = ReplicaSync(connected(redis_server.url), interval_s=60)
     store = VoiceStore(tmp_path / "a")
-    one.start(store, lambda: None, None)
+    one.start(store, lambda changed: None, None)
     upload(store, "eve", b"eve-clip")
     one.sync_once()
     redis_server.stop()
@@ -127,16 +127,16 @@ def test_a_lexicon_edit_reaches_every_replica_and_edits_merge(redis_server):
 def test_a_returning_replica_does_not_bring_back_a_voice_deleted_while_it_was_away(redis_server, tmp_path):
     store_a, store_b = VoiceStore(tmp_path / "a"), VoiceStore(tmp_path / "b")
     a = ReplicaSync(connected(redis_server.url), interval_s=60)
-    a.start(store_a, lambda: None, None)
+    a.start(store_a, lambda changed: None, None)
     upload(store_a, "fay", b"fay-clip")
     a.sync_once()
     b = ReplicaSync(connected(redis_server.url), interval_s=60)
-    b.start(store_b, lambda: None, None)
+    b.start(store_b, lambda changed: None, None)
     assert names(store_b) == {"fay"}
     b.stop()  # replica b goes away, keeping its directory
     store_a.remove("fay")
     a.sync_once()
     back = ReplicaSync(connected(redis_server.url), interval_s=60)
-    back.start(VoiceStore(tmp_path / "b"), lambda: None, None)
+    back.start(VoiceStore(tmp_path / "b"), lambda changed: None, None)
     assert names(store_b) == set()
     a.stop(), back.stop()

@@ -20,7 +20,7 @@ from polyvox.server.auth import AuthMiddleware, KeyRing
 from polyvox.server.batching_metrics import BatchingStatsCollector
 from polyvox.server.body_deadline import BodyDeadlineMiddleware
 from polyvox.server.errors import install_error_handlers
-from polyvox.server.lifecycle import health, state_url
+from polyvox.server.lifecycle import fresh_reads, health, state_url
 from polyvox.server.lifecycle.draining import Lifecycle
 from polyvox.server.lifecycle.supervisor import BackendSupervisor
 from polyvox.server.metrics import Metrics, MetricsMiddleware
@@ -134,6 +134,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     # the metrics middleware, outside it and the body deadline, counts the refusals and the 408s too; the
     # request id, outermost, names every answer and log line.
     state_url.install(app)  # the audio cache in Redis, and the guard (inside auth)
+    fresh_reads.install(app)  # reads see what any server sharing the state wrote (inside auth)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)

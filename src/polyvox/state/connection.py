@@ -1,18 +1,22 @@
-"""The connection to the shared-state Redis and its health: every Redis call goes through `call`,
-which counts failures, logs each change between reachable and unreachable once, and while Redis is
-unreachable fails at once (no timeout per request) until `check` finds it back."""
+"""The connection to the shared-state Redis and its health: every Redis call goes through `call` (a
+blocking client, for threads) or `acall` (an asyncio client, for the event loop), which count
+failures, log each change between reachable and unreachable once, and while Redis is unreachable
+fail at once (no timeout per request) until `check` finds it back."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
 import redis
+import redis.asyncio
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from polyvox.metrics_files import shared_counter, shared_metrics_dir
 
@@ -30,12 +34,15 @@ class StateUnavailable(Exception):
 
 
 class StateConnection:
-    """One Redis client for the replica's shared state, with a reachable/unreachable flag."""
+    """One Redis client for the replica's shared state, with a reachable/unreachable flag; and, between
+    `open_async` and `aclose` (the server's lifespan), an asyncio client for calls from its event loop."""
 
     def __init__(self, url: str, client: redis.Redis | None = None):
+        self.url = url
         self.client = client or redis.Redis.from_url(
             url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=CALL_TIMEOUT_S
         )
+        self._async_client: redis.asyncio.Redis | None = None
         kwargs = self.client.connection_pool.connection_kwargs
         # Shown in logs and errors without the password the URL may carry.
         self.where = f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
@@ -55,6 +62,35 @@ class StateConnection:
             raise StateUnavailable(self.describe())
         try:
             return fn(self.client)
+        except redis.RedisError as exc:
+            self._failed(operation)
+            self._went_down(exc)
+            raise StateUnavailable(self.describe()) from exc
+
+    def open_async(self) -> None:
+        """Make the asyncio client, on the event loop that will use it (its connections belong to it)."""
+        self._async_client = redis.asyncio.Redis.from_url(
+            self.url,
+            socket_connect_timeout=CONNECT_TIMEOUT_S,
+            socket_timeout=CALL_TIMEOUT_S,
+            # Unlike the blocking client's pool, the asyncio one hands out a connection Redis closed
+            # (a restart) as it is: one retry on a fresh connection, or a restart reads as an outage.
+            retry=Retry(NoBackoff(), 1),
+        )
+
+    async def aclose(self) -> None:
+        client, self._async_client = self._async_client, None
+        if client is not None:
+            await client.aclose()
+
+    async def acall(self, operation: str, fn: Callable[[redis.asyncio.Redis], Awaitable[T]]) -> T:
+        """`call` on the event loop: `await fn(client)` with the asyncio client."""
+        client = self._async_client
+        if not self.available or client is None:
+            self._failed(operation)
+            raise StateUnavailable(self.describe())
+        try:
+            return await fn(client)
         except redis.RedisError as exc:
             self._failed(operation)
             self._went_down(exc)

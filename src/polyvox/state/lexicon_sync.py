@@ -24,6 +24,11 @@ class LexiconMirror:
     def forget_base(self) -> None:
         self.base = {}
 
+    @property
+    def version_key(self) -> str:
+        """The counter in Redis that every change to the lexicon there bumps."""
+        return self._key("version")
+
     def sync(self) -> bool:
         """Push this replica's edits, take Redis' entries; True when the lexicon here changed."""
         digest = self.lexicon.digest

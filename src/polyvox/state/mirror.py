@@ -60,6 +60,11 @@ class DirectoryMirror:
         """Treat everything held here as new: the next sync publishes it (Redis was emptied)."""
         self.base = Snapshot()
 
+    @property
+    def version_key(self) -> str:
+        """The counter in Redis that every change to the directory's copy there bumps."""
+        return self._key("version")
+
     def sync(self) -> bool:
         """Push local changes, pull Redis' state; True when the directory changed. Raises
         StateUnavailable (the directory is then untouched or consistently half-updated)."""

@@ -1,8 +1,9 @@
 """`DirectoryWatch`: without `state_url`, keeps a server's voices and lexicon in step with the other
 servers sharing its voices directory and lexicon file (`api_server_count` processes, or several
-`polyvox serve` on one machine). A thread stats `voices.json` and the lexicon file every
-`state_sync_interval_s` and reloads what another server changed; requests that would otherwise miss a
-voice re-check at once (`VoiceRegistry.refresh`)."""
+`polyvox serve` on one machine). A request that reads them first catches up (`catch_up`: a stat of
+`voices.json` and of the lexicon file, off the event loop, and a reload of what another server
+changed), and a thread does the same every `state_sync_interval_s`. A change needs no publishing: it
+is written to the shared files, under their locks, before its answer is sent."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class DirectoryWatch:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        self._stopping.clear()
         self._thread = threading.Thread(target=self._run, name="polyvox-directory-watch", daemon=True)
         self._thread.start()
 
@@ -35,6 +37,15 @@ class DirectoryWatch:
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+
+    async def catch_up(self) -> None:
+        """Before a request reads voices, consents or the lexicon: reload what another server sharing
+        the files changed, so a voice it made speaks here and a voice it deleted does not. (Consents
+        are read from their file on every request anyway.)"""
+        await anyio.to_thread.run_sync(self.check_once)
+
+    async def publish(self) -> None:
+        """Nothing to do: a change made here is in the shared files before its answer is sent."""
 
     def check_once(self) -> None:
         """Reload the voices and the lexicon where another server changed their files."""
@@ -57,17 +68,13 @@ class DirectoryWatch:
 
 
 def start(app: FastAPI) -> None:
-    """Watch the voices directory and the lexicon file, unless `state_url` keeps them in step."""
-    app.state.directory_watch = None
-    if app.state.shared is not None:
-        return
-    settings = app.state.settings
-    watch = DirectoryWatch(app.state.voices, app.state.lexicon, settings.state_sync_interval_s)
-    watch.start()
-    app.state.directory_watch = watch
+    """Start the watch `fresh_reads.install` made, unless `state_url` keeps the copies in step."""
+    watch: DirectoryWatch | None = app.state.directory_watch
+    if watch is not None:
+        watch.start()
 
 
 async def stop(app: FastAPI) -> None:
-    watch: DirectoryWatch | None = getattr(app.state, "directory_watch", None)
+    watch: DirectoryWatch | None = app.state.directory_watch
     if watch is not None:
         await anyio.to_thread.run_sync(watch.stop)

@@ -3,7 +3,8 @@ change shared state; the lifespan calls `start` and `stop`.
 
 While Redis is unreachable a change to voices, consents or the lexicon would stay on the one replica
 that took it and vanish from the others, so such requests are refused with a 503 saying why
-(synthesis itself goes on). A change that succeeds is synced at once rather than at the next tick.
+(synthesis itself goes on). Reads catching up with Redis and changes published before their answer
+are `fresh_reads`' part.
 
 `polyvox.state` needs the `redis` package (the `redis` extra): it is imported only when `state_url` is
 set, so a server without it starts with what `make serve` installs.
@@ -16,13 +17,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 from fastapi import FastAPI
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from polyvox.server.errors import error_body
 from polyvox.startup import StartupError
 
 if TYPE_CHECKING:
     from polyvox.state.replica_sync import ReplicaSync
+    from polyvox.voices.registry import VoiceRegistry
 
 REDIS_MISSING = (
     "state_url is set, but the redis package is not installed: pip install 'polyvox[redis]' "
@@ -60,18 +62,29 @@ def install(app: FastAPI) -> None:
 async def start(app: FastAPI) -> None:
     shared: ReplicaSync | None = app.state.shared
     if shared is not None:
-        registry = app.state.voices
-        await anyio.to_thread.run_sync(shared.start, registry.store, registry.reload, app.state.lexicon)
+        shared.connection.open_async()  # on the loop that serves the requests catching up through it
+        registry: VoiceRegistry = app.state.voices
+
+        def voices_synced(changed: bool) -> None:
+            # The directory may be shared by sibling API processes too (api_server_count), whose changes
+            # are in it already: a sync that brought nothing still looks whether voices.json changed.
+            if changed:
+                registry.reload()
+            else:
+                registry.refresh()
+
+        await anyio.to_thread.run_sync(shared.start, registry.store, voices_synced, app.state.lexicon)
 
 
 async def stop(app: FastAPI) -> None:
     shared: ReplicaSync | None = app.state.shared
     if shared is not None:
         await anyio.to_thread.run_sync(shared.stop)
+        await shared.connection.aclose()
 
 
 class StateGuard:
-    """Refuses changes to shared state while Redis is unreachable; syncs after each that succeeds."""
+    """Refuses changes to shared state while Redis is unreachable."""
 
     def __init__(self, app: ASGIApp, shared: ReplicaSync):
         self.app = app
@@ -92,17 +105,7 @@ class StateGuard:
                 "cannot be changed until it returns (speech still works)",
             )
             return
-        status = 500
-
-        async def send_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        await self.app(scope, receive, send_status)
-        if status < 400:
-            self.shared.poke()
+        await self.app(scope, receive, send)
 
 
 async def _refuse(send: Send, message: str) -> None:
