@@ -2,9 +2,11 @@
 cpu --no-cache-enabled` started three ways (the engine in a thread of the server, `--no-engine-process`;
 the engine in a process of its own, one rank; two ranks, `--data-parallel-size 2`), each driven by
 `polyvox bench --stream` at every concurrency asked for with the same requests (same text, voice, format
-and sampling seed, so the same audio and output length), one server start per way. Writes every row
-(polyvox bench's report, the load average before and after it) as JSON and prints the table
-BENCHMARKS.md keeps.
+and sampling seed, so the same audio and output length), one server start per way. A fourth way, the
+engine alone (issue #23), runs `bench/engine_alone.py`: the same requests shaped by the server's own
+code and handed to the back end in that process, no HTTP, no encoding, no client; each served row then
+says its share of the engine alone's throughput at its concurrency. Writes every row (polyvox bench's
+report, the load average before and after it) as JSON and prints the table BENCHMARKS.md keeps.
 
     python bench/served_compare.py --json bench/results/2026-11-30-cpu-served/served_compare.json
     python bench/served_compare.py --concurrency 1 --requests-per-stream 1 --input "A short line."
@@ -27,7 +29,10 @@ import httpx
 from served_bench import die_with_parent, free_port, stop_server, wait_ready  # bench/ is on the path
 
 WARM_UP = "One sentence to warm the server up."
+HERE = Path(__file__).resolve().parent
 
+# the engine in-process, fed the served rows' requests: the figure the served rows are a share of
+ENGINE_ALONE = "engine alone"
 # name -> extra `polyvox serve` flags
 WAYS = {
     "in-thread": ["--no-engine-process"],
@@ -54,15 +59,61 @@ def warm_up(url: str, voice: str, ranks: int) -> None:
         subprocess.run(bench, check=True, capture_output=True, text=True)
 
 
+def model_flags(args: argparse.Namespace, workdir: Path, flags: list[str]) -> list[str]:
+    """The settings flags every way's engine is built with (the voices directory shared: the voice is
+    frozen once, by the first way)."""
+    return [
+        "--random-weights", args.size, "--device", "cpu", "--no-cache-enabled",
+        "--voices-dir", str(workdir / "voices"), "--log-level", "warning",
+        *flags, *shlex.split(args.serve_args),
+    ]  # fmt: skip
+
+
+def requests_at(concurrency: int, args: argparse.Namespace) -> int:
+    return max(args.min_requests, args.requests_per_stream * concurrency)
+
+
+def measure_engine_alone(args: argparse.Namespace, workdir: Path) -> list[dict]:
+    """`bench/engine_alone.py` at every concurrency, in one process; one row per concurrency."""
+    command = [
+        sys.executable, str(HERE / "engine_alone.py"),
+        "--concurrency", ",".join(map(str, args.concurrency)),
+        "--requests", ",".join(str(requests_at(c, args)) for c in args.concurrency),
+        "--voice", args.voice, "--seed", str(args.seed), *(["--input", args.input] if args.input else []),
+        *model_flags(args, workdir, []),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(done.stderr[-4000:], file=sys.stderr)
+        raise RuntimeError(f"bench/engine_alone.py exited with {done.returncode}")
+    rows = [
+        {"way": ENGINE_ALONE, "seed": args.seed, **report, "command": command}
+        for report in json.loads(done.stdout)
+    ]
+    for row in rows:
+        print(format_row(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def add_shares(rows: list[dict]) -> None:
+    """Each served row's throughput as a share of the engine alone's at its concurrency (None without
+    an engine-alone row there)."""
+    alone = {
+        row["concurrency"]: row["throughput_audio_s_per_s"] for row in rows if row["way"] == ENGINE_ALONE
+    }
+    for row in rows:
+        if row["way"] != ENGINE_ALONE:
+            engine = alone.get(row["concurrency"])
+            row["engine_share"] = row["throughput_audio_s_per_s"] / engine if engine else None
+
+
 def measure_way(name: str, flags: list[str], args: argparse.Namespace, workdir: Path) -> list[dict]:
     """Start one server, measure every concurrency against it, stop it; one row per concurrency."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     serve = [
         sys.executable, "-m", "polyvox.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-        "--random-weights", args.size, "--device", "cpu", "--no-cache-enabled",
-        "--voices-dir", str(workdir / "voices"), "--log-level", "warning",
-        *flags, *shlex.split(args.serve_args),
+        *model_flags(args, workdir, flags),
     ]  # fmt: skip
     ranks = int(flags[flags.index("--data-parallel-size") + 1]) if "--data-parallel-size" in flags else 1
     log_path = workdir / f"serve-{len(list(workdir.glob('serve-*.log')))}.log"
@@ -75,7 +126,7 @@ def measure_way(name: str, flags: list[str], args: argparse.Namespace, workdir: 
             ready_s = wait_ready(proc, url, args.ready_timeout)
             warm_up(url, args.voice, ranks)
             for concurrency in args.concurrency:
-                requests = max(args.min_requests, args.requests_per_stream * concurrency)
+                requests = requests_at(concurrency, args)
                 bench = [
                     sys.executable, "-m", "polyvox.cli", "bench", "--url", url, "--stream", "--json",
                     "--concurrency", str(concurrency), "--requests", str(requests), "--voice", args.voice,
@@ -107,8 +158,10 @@ def ms(seconds: float | None) -> str:
 
 def format_row(row: dict) -> str:
     load = f"{row['load_avg_before'][0]:.1f} → {row['load_avg_after'][0]:.1f}"
+    share = row.get("engine_share")
     return (
         f"| {row['way']} | {row['concurrency']} | {row['requests']} | {row['throughput_audio_s_per_s']:.1f} "
+        f"| {'n/a' if share is None else f'{share:.0%}'} "
         f"| {ms(row['ttfa_p50_s'])} / {ms(row['ttfa_p95_s'])} ms | {row['streaming_viability']:.0%} "
         f"| {row['audio_s_mean']:.2f} s | {row['errors']} | {load} |"
     )
@@ -116,9 +169,10 @@ def format_row(row: dict) -> str:
 
 def format_table(rows: list[dict]) -> str:
     head = [
-        "| engine | concurrency | requests | audio-s / wall-s | first audio p50 / p95 | streaming viability "
-        "| audio per request | errors | load avg (1 min) before → after |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| engine | concurrency | requests | audio-s / wall-s | share of engine alone "
+        "| first audio p50 / p95 | streaming viability | audio per request | errors "
+        "| load avg (1 min) before → after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     return "\n".join(head + [format_row(row) for row in rows])
 
@@ -137,8 +191,8 @@ def main() -> None:
     parser.add_argument(
         "--ways",
         type=lambda text: text.split(","),
-        default=list(WAYS),
-        help=f"Which servers, comma-separated (default: all of {', '.join(WAYS)}).",
+        default=[ENGINE_ALONE, *WAYS],
+        help=f"Which ways, comma-separated, in order (default: all of {ENGINE_ALONE}, {', '.join(WAYS)}).",
     )
     parser.add_argument(
         "--requests-per-stream", type=int, default=2, help="Requests per stream in flight (default: 2)."
@@ -153,15 +207,19 @@ def main() -> None:
     parser.add_argument("--ready-timeout", type=float, default=600.0, help="Seconds to wait for /ready.")
     parser.add_argument("--json", type=Path, default=None, help="Write the result here too.")
     args = parser.parse_args()
-    unknown = set(args.ways) - set(WAYS)
+    unknown = set(args.ways) - {ENGINE_ALONE, *WAYS}
     if unknown:
-        parser.error(f"unknown ways {sorted(unknown)}; choose from {list(WAYS)}")
+        parser.error(f"unknown ways {sorted(unknown)}; choose from {[ENGINE_ALONE, *WAYS]}")
 
     started = datetime.datetime.now(datetime.UTC)
     rows = []
     with tempfile.TemporaryDirectory(prefix="polyvox-served-compare-") as workdir:
         for name in args.ways:
-            rows += measure_way(name, WAYS[name], args, Path(workdir))
+            if name == ENGINE_ALONE:
+                rows += measure_engine_alone(args, Path(workdir))
+            else:
+                rows += measure_way(name, WAYS[name], args, Path(workdir))
+    add_shares(rows)
     result = {
         "started_utc": started.isoformat(timespec="seconds"),
         "finished_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
