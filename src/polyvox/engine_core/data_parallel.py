@@ -69,7 +69,7 @@ class DataParallelEngine:
     async def start(self) -> None:
         if self.clients:
             return
-        self._stopped.clear()
+        self._stopped = asyncio.Event()  # anew: a stopped engine may start again in another event loop
         if self.connect:
             await self._connect()
             return
@@ -180,12 +180,13 @@ class DataParallelEngine:
 
     async def _some_rank_up(self, clients: list[EngineClient | ConnectedEngineClient]) -> None:
         """Return once one of `clients` is up; EngineError if the engine stops first."""
+        stop = self._stopped
         waits = [asyncio.ensure_future(c.wait_up()) for c in clients]
-        stopped = asyncio.ensure_future(self._stopped.wait())
+        stopped = asyncio.ensure_future(stop.wait())
         try:
             await asyncio.wait([*waits, stopped], return_when=asyncio.FIRST_COMPLETED)
         finally:
             for wait in (*waits, stopped):
                 wait.cancel()
-        if self._stopped.is_set():
+        if stop.is_set():
             raise EngineError("the VoxCPM2 engine stopped")
