@@ -1,11 +1,14 @@
-"""The engine alone, in this process: the requests `polyvox bench --stream` sends a server (the same
-JSON body, made into a `SynthesisRequest` by the server's own `SpeechService`: control characters,
-the voice resolved and frozen, instructions, seed) handed straight to the back end `polyvox serve
---no-engine-process` builds from the same flags (the text front end, `VoxCPM2Backend`, the engine
-stepping in a thread), with no HTTP, no encoding and no client process. `requests` requests,
-`concurrency` at a time, each one's chunks timed from the moment it was handed over; the report has
-`polyvox bench`'s fields (`bench/loadgen.py` `summarize`), so `bench/served_compare.py` sets it beside
-the served rows and divides: the share of the engine's throughput that reaches clients.
+"""The engine alone, in this process: the requests `polyvox bench --stream` sends a server, handed
+straight to the back end `polyvox serve --no-engine-process` builds from the same flags (the text front
+end, `VoxCPM2Backend`, the engine stepping in a thread), with no HTTP, no encoding and no client
+process. A request is what the server hands its back end for polyvox bench's body (input, voice, seed:
+nothing else is set): the text, the voice as the server's `VoiceRegistry` resolves it (a builtin voice
+frozen into its clip, in the same voices directory), the seed. `requests` requests, `concurrency` at a
+time, each one's chunks timed from the moment it was handed over; the report has `polyvox bench`'s
+fields (`bench/loadgen.py` `summarize`), so `bench/served_compare.py` sets it beside the served rows
+and divides: the share of the engine's throughput that reaches clients. Each row also carries the
+engine's counters before and after it (`engine_before`, `engine_after`: steps, patches, seconds
+stepping, prompt blocks looked up), as served_compare reads a server's from `/metrics`.
 
     python bench/engine_alone.py --concurrency 1,16 --requests 8,48 --seed 7 \\
         --random-weights tiny --device cpu --no-cache-enabled --voices-dir /tmp/voices
@@ -19,15 +22,14 @@ import json
 import os
 import sys
 import time
+import uuid
 
+from polyvox.backends.base import Backend, SynthesisRequest
 from polyvox.backends.factory import build_backend
 from polyvox.bench.loadgen import DEFAULT_INPUT, BenchConfig, Sample, summarize
 from polyvox.cli.flags import add_settings_flags, settings_from_args
 from polyvox.logs import setup_logging
-from polyvox.server.metrics import Metrics
-from polyvox.server.protocol import SpeechRequest
-from polyvox.server.speech.synthesis import SpeechService
-from polyvox.voices.registry import VoiceRegistry
+from polyvox.voices.registry import ResolvedVoice, VoiceRegistry
 
 WARM_UP = "One sentence to warm the server up."  # what bench/served_compare.py warms a server with
 
@@ -36,23 +38,25 @@ def load_average() -> list[float]:
     return [round(value, 2) for value in os.getloadavg()]
 
 
-def body_of(text: str, voice: str, seed: int | None) -> SpeechRequest:
-    """The body `polyvox bench --stream` posts (`loadgen._one`), pcm as served_compare asks."""
-    payload = {"model": "tts-1", "input": text, "voice": voice, "response_format": "pcm"}
-    payload["stream_format"] = "audio"
-    if seed is not None:
-        payload["seed"] = seed
-    return SpeechRequest.model_validate(payload)
+def synthesis_request(text: str, voice: ResolvedVoice, seed: int | None) -> SynthesisRequest:
+    """What the server hands its back end for a body of `text`, `voice` and `seed` alone: the voice's
+    clip and the settings it brings (a builtin voice brings none), a fresh request id."""
+    return SynthesisRequest(
+        text=text,
+        voice=voice.name,
+        seed=seed,
+        reference=voice.reference,
+        cfg_value=voice.cfg_value,
+        inference_timesteps=voice.inference_timesteps,
+        request_id=uuid.uuid4().hex,
+    )
 
 
-async def one(service: SpeechService, body: SpeechRequest) -> Sample:
-    """One request as the server's route shapes it, its chunks straight from the back end."""
+async def one(backend: Backend, request: SynthesisRequest) -> Sample:
+    """One request's chunks straight from the back end, timed from the hand-over."""
     sample = Sample(status=200)
-    rate = service.backend.info.sample_rate
     sent = time.perf_counter()
-    voice = await service.resolve_voice(body.voice)
-    job = service.prepare(body, stream=True, no_cache=True, voice=voice)
-    chunks = service.backend.generate(job.request)
+    chunks = backend.generate(request)
     samples = 0
     try:
         async for chunk in chunks:
@@ -63,13 +67,27 @@ async def one(service: SpeechService, body: SpeechRequest) -> Sample:
         sample.error = f"{type(exc).__name__}: {exc}"
     finally:
         await chunks.aclose()
-    sample.audio_s = samples / rate
+    sample.audio_s = samples / backend.info.sample_rate
     if sample.error is None and not samples:
         sample.error = "no audio"
     return sample
 
 
-async def run_row(service: SpeechService, body: SpeechRequest, concurrency: int, requests: int) -> dict:
+def engine_counters(backend: Backend) -> dict[str, float]:
+    """Steps, patches and seconds spent stepping since the engine started."""
+    stats = backend.stats()
+    assert stats is not None  # the VoxCPM2 back end batches
+    return {
+        "steps": stats.steps,
+        "patches": stats.patches,
+        "step_s": stats.mean_step_s * stats.steps,
+        "prompt_blocks": stats.prefix_cache_queries,
+    }
+
+
+async def run_row(
+    backend: Backend, voice: ResolvedVoice, args: argparse.Namespace, concurrency: int, requests: int
+) -> dict:
     """`requests` requests, `concurrency` in flight (each that ends replaced at once), as polyvox bench
     sends them."""
     remaining = iter(range(requests))
@@ -77,13 +95,13 @@ async def run_row(service: SpeechService, body: SpeechRequest, concurrency: int,
 
     async def worker() -> None:
         for _ in remaining:
-            samples.append(await one(service, body))
+            samples.append(await one(backend, synthesis_request(args.input, voice, args.seed)))
 
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(min(concurrency, requests))))
     wall_s = time.perf_counter() - started
     config = BenchConfig(
-        url="in-process", concurrency=concurrency, requests=requests, mode="stream", input=body.input
+        url="in-process", concurrency=concurrency, requests=requests, mode="stream", input=args.input
     )
     return summarize(samples, wall_s, config)
 
@@ -94,16 +112,21 @@ async def measure(args: argparse.Namespace) -> list[dict]:
     backend = build_backend(settings)
     await backend.start()
     try:
-        service = SpeechService(backend, settings, Metrics())
-        service.voice_registry = VoiceRegistry.from_settings(settings, backend.info)
-        # as served_compare warms a server: the voice frozen, one request through
-        await one(service, body_of(WARM_UP, args.voice, None))
-        body = body_of(args.input, args.voice, args.seed)
+        # as served_compare warms a server: the voice frozen (or read, frozen by a server before), one
+        # request through
+        voice = await VoiceRegistry.from_settings(settings, backend.info).resolve(args.voice, backend)
+        await one(backend, synthesis_request(WARM_UP, voice, None))
         rows = []
         for concurrency, requests in zip(args.concurrency, args.requests, strict=True):
-            load_before = load_average()
-            row = await run_row(service, body, concurrency, requests)
-            row = {"load_avg_before": load_before, "load_avg_after": load_average(), **row}
+            load_before, engine_before = load_average(), engine_counters(backend)
+            row = await run_row(backend, voice, args, concurrency, requests)
+            row = {
+                "load_avg_before": load_before,
+                "load_avg_after": load_average(),
+                **row,
+                "engine_before": engine_before,
+                "engine_after": engine_counters(backend),
+            }
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
         return rows

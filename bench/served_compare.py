@@ -5,8 +5,11 @@ the engine in a process of its own, one rank; two ranks, `--data-parallel-size 2
 and sampling seed, so the same audio and output length), one server start per way. A fourth way, the
 engine alone (issue #23), runs `bench/engine_alone.py`: the same requests shaped by the server's own
 code and handed to the back end in that process, no HTTP, no encoding, no client; each served row then
-says its share of the engine alone's throughput at its concurrency. Writes every row (polyvox bench's
-report, the load average before and after it) as JSON and prints the table BENCHMARKS.md keeps.
+says its share of the engine alone's throughput at its concurrency. Every row also says how the engine
+spent the row (`engine`, from its step counters: steps, patches per step, mean step, and the share of
+the row's wall time it was stepping), so a share below 1 reads as slower steps, smaller batches or an
+engine left idle. Writes every row (polyvox bench's report, the load average before and after it) as
+JSON and prints the table BENCHMARKS.md keeps.
 
     python bench/served_compare.py --json bench/results/2026-11-30-cpu-served/served_compare.json
     python bench/served_compare.py --concurrency 1 --requests-per-stream 1 --input "A short line."
@@ -26,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 from served_bench import die_with_parent, free_port, stop_server, wait_ready  # bench/ is on the path
 
 WARM_UP = "One sentence to warm the server up."
@@ -86,13 +90,53 @@ def measure_engine_alone(args: argparse.Namespace, workdir: Path) -> list[dict]:
     if done.returncode != 0:
         print(done.stderr[-4000:], file=sys.stderr)
         raise RuntimeError(f"bench/engine_alone.py exited with {done.returncode}")
-    rows = [
-        {"way": ENGINE_ALONE, "seed": args.seed, **report, "command": command}
-        for report in json.loads(done.stdout)
-    ]
+    rows = []
+    for report in json.loads(done.stdout):
+        use = engine_use(report.pop("engine_before"), report.pop("engine_after"), report["wall_s"])
+        rows.append({"way": ENGINE_ALONE, "seed": args.seed, **report, "engine": use, "command": command})
     for row in rows:
         print(format_row(row), file=sys.stderr, flush=True)
     return rows
+
+
+def engine_counters(url: str) -> dict[str, float]:
+    """The engine's steps, patches and seconds spent stepping since it started, summed over its ranks,
+    from the server's `/metrics` (each rank's mean step times its steps)."""
+    names = {
+        "polyvox_engine_steps_total": "steps",
+        "polyvox_engine_patches_total": "patches",
+        "polyvox_engine_step_seconds_mean": "mean_step_s",
+        "polyvox_engine_prefix_cache_queries_total": "prompt_blocks",
+    }
+    ranks: dict[str, dict[str, float]] = {}
+    text = httpx.get(f"{url}/metrics", timeout=60).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in names:
+                ranks.setdefault(sample.labels["rank"], {})[names[sample.name]] = sample.value
+    return {
+        "steps": sum(rank["steps"] for rank in ranks.values()),
+        "patches": sum(rank["patches"] for rank in ranks.values()),
+        "step_s": sum(rank["mean_step_s"] * rank["steps"] for rank in ranks.values()),
+        "prompt_blocks": sum(rank["prompt_blocks"] for rank in ranks.values()),
+    }
+
+
+def engine_use(before: dict[str, float], after: dict[str, float], wall_s: float) -> dict[str, float]:
+    """How the engine spent a row: its steps, patches per step, mean step, the share of the row's wall
+    time spent stepping (summed over ranks: up to the number of ranks), and the prompt blocks its
+    requests looked up in the prefix cache (their prompts' length: the text's and the voice clip's)."""
+    steps = after["steps"] - before["steps"]
+    step_s = after["step_s"] - before["step_s"]
+    patches = after["patches"] - before["patches"]
+    return {
+        "steps": steps,
+        "patches": patches,
+        "patches_per_step": round(patches / steps, 2) if steps else 0.0,
+        "mean_step_ms": round(1000 * step_s / steps, 2) if steps else 0.0,
+        "busy": round(step_s / wall_s, 3) if wall_s else 0.0,
+        "prompt_blocks": after["prompt_blocks"] - before["prompt_blocks"],
+    }
 
 
 def add_shares(rows: list[dict]) -> None:
@@ -132,15 +176,17 @@ def measure_way(name: str, flags: list[str], args: argparse.Namespace, workdir: 
                     "--concurrency", str(concurrency), "--requests", str(requests), "--voice", args.voice,
                     "--seed", str(args.seed), *(["--input", args.input] if args.input else []),
                 ]  # fmt: skip
-                load_before = load_average()
+                load_before, engine_before = load_average(), engine_counters(url)
                 done = subprocess.run(bench, check=True, capture_output=True, text=True)
                 report = json.loads(done.stdout)
+                use = engine_use(engine_before, engine_counters(url), report["wall_s"])
                 row = {
                     "way": name,
                     "seed": args.seed,
                     "load_avg_before": load_before,
                     "load_avg_after": load_average(),
                     **report,
+                    "engine": use,
                 }
                 rows.append({**row, "serve_command": serve, "server_ready_s": round(ready_s, 1)})
                 print(format_row(row), file=sys.stderr, flush=True)
@@ -159,9 +205,11 @@ def ms(seconds: float | None) -> str:
 def format_row(row: dict) -> str:
     load = f"{row['load_avg_before'][0]:.1f} → {row['load_avg_after'][0]:.1f}"
     share = row.get("engine_share")
+    use = row["engine"]
     return (
         f"| {row['way']} | {row['concurrency']} | {row['requests']} | {row['throughput_audio_s_per_s']:.1f} "
         f"| {'n/a' if share is None else f'{share:.0%}'} "
+        f"| {use['patches_per_step']:.1f} / {use['mean_step_ms']:.0f} ms / {use['busy']:.0%} "
         f"| {ms(row['ttfa_p50_s'])} / {ms(row['ttfa_p95_s'])} ms | {row['streaming_viability']:.0%} "
         f"| {row['audio_s_mean']:.2f} s | {row['errors']} | {load} |"
     )
@@ -170,9 +218,9 @@ def format_row(row: dict) -> str:
 def format_table(rows: list[dict]) -> str:
     head = [
         "| engine | concurrency | requests | audio-s / wall-s | share of engine alone "
-        "| first audio p50 / p95 | streaming viability | audio per request | errors "
-        "| load avg (1 min) before → after |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| patches per step / mean step / stepping | first audio p50 / p95 | streaming viability "
+        "| audio per request | errors | load avg (1 min) before → after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     return "\n".join(head + [format_row(row) for row in rows])
 

@@ -39,9 +39,14 @@ def test_served_compare_measures_every_way_with_the_same_audio(tmp_path):
         assert (row["mode"], row["concurrency"], row["requests"], row["errors"]) == ("stream", 1, 1, 0)
         assert row["throughput_audio_s_per_s"] > 0 and 0 < row["ttfa_p50_s"] <= row["ttfa_p95_s"]
         assert 0 <= row["streaming_viability"] <= 1 and len(row["load_avg_before"]) == 3
-    # one seed for every request: the engine alone, in a thread or on two ranks says the same, so the
-    # engine alone was fed the very requests the servers were
+        # the engine's counters over the row: every 160 ms patch of the row's audio, and no other
+        use = row["engine"]
+        assert use["patches"] == round(row["audio_s_total"] / 0.16) and use["steps"] > 0
+        assert use["mean_step_ms"] > 0 and 0 < use["busy"] <= 2
+    # the engine alone was fed the very requests the servers were: the same text (the same audio length),
+    # the same voice clip in the same prompts (as many prompt blocks)
     assert len({round(row["audio_s_total"], 3) for row in rows}) == 1 and rows[0]["audio_s_total"] > 0
+    assert len({row["engine"]["prompt_blocks"] for row in rows}) == 1
     for row in served:
         share = row["throughput_audio_s_per_s"] / alone["throughput_audio_s_per_s"]
         assert row["engine_share"] == pytest.approx(share)
