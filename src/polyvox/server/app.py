@@ -109,9 +109,9 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.state.backend = backend
     app.state.lexicon = backend.lexicon
     app.state.metrics = metrics
-    app.state.service = SpeechService(backend, settings, metrics, app.state.lifecycle)
+    app.state.voices = VoiceRegistry.from_settings(settings, backend.info)
+    app.state.service = SpeechService(backend, settings, metrics, app.state.voices, app.state.lifecycle)
     app.state.supervisor = BackendSupervisor(backend, app.state.lifecycle, metrics)
-    app.state.voices = app.state.service.voice_registry = VoiceRegistry.from_settings(settings, backend.info)
     metrics.registry.register(VoiceCollector(app.state.voices, backend))
     metrics.registry.register(BatchingStatsCollector(backend))
     app.state.backend_failure = None

@@ -58,20 +58,18 @@ async def _speak(
             clip_rate=clip_rate(service.backend.info),
         )
         check_model(body.model, service.backend, settings.accept_any_model)
-        voice = await service.resolve_voice(body.voice, reference, accepted_at=accepted_at)
-        job = service.prepare(
+        job = await service.prepare(
             body,
             # Streamed, as OpenAI answers by default; one whole file only when asked (`stream: false`).
             stream=body.stream_format is not None or body.stream,
+            accepted_at=accepted_at,
             reference=reference,
             no_cache=_no_cache(request),
-            voice=voice,
-            accepted_at=accepted_at,
         )
         await service.lookup(job)
         headers = job.cache_headers()  # and X-Request-Id, which server.request_id adds to every answer
         try:
-            await service.admit(request, job)
+            await service.admit(job, request)
         except ClientGone:
             return Response(status_code=CLIENT_CLOSED)
     handed_over = False

@@ -24,7 +24,6 @@ from polyvox.audio import formats
 from polyvox.audio.errors import UnsupportedFormat
 from polyvox.audio.pipeline import OutputPipeline
 from polyvox.backends.base import (
-    OPENAI_VOICES,
     AdapterInfo,
     AudioStream,
     Backend,
@@ -62,7 +61,12 @@ class SpeechService:
     """Everything between a parsed `SpeechRequest` and the bytes a client receives."""
 
     def __init__(
-        self, backend: Backend, settings: Settings, metrics: Metrics, lifecycle: Lifecycle | None = None
+        self,
+        backend: Backend,
+        settings: Settings,
+        metrics: Metrics,
+        voice_registry: VoiceRegistry,
+        lifecycle: Lifecycle | None = None,
     ):
         self.backend = backend
         self.settings = settings
@@ -76,8 +80,8 @@ class SpeechService:
                 settings.cache_ttl_minutes,
                 metrics.cache_changed,
             )
-        # Builtin, registered and uploaded voices (set by create_app); None: the engine's own names only.
-        self.voice_registry: VoiceRegistry | None = None
+        # Builtin, registered and uploaded voices, and the engine's own names and adapters.
+        self.voice_registry = voice_registry
         self.admission = Admission(
             settings.max_concurrent_requests, settings.max_queue, on_change=metrics.admission_changed
         )
@@ -89,49 +93,29 @@ class SpeechService:
             store, metrics, anyio.CapacityLimiter(max(4, settings.max_concurrent_requests))
         )
 
-    def voices(self) -> list[str]:
-        """OpenAI's voice names, any the engine adds, then registered and uploaded voices."""
-        if self.voice_registry is not None:
-            return self.voice_registry.names(self.backend)
-        return list(dict.fromkeys((*OPENAI_VOICES, *self.backend.info.voices, *self.backend.adapters())))
-
     def busy(self) -> bool:
         """Whether a speech request is in flight: accepted, waiting for a slot, or running."""
         return self.lifecycle.accepted + self.admission.running + self.admission.waiting > 0
 
     @contextlib.contextmanager
     def accept(self) -> Iterator[float]:
-        """Accept a speech request (503 while draining) and count it in flight for the block, until it
-        holds an admission slot (which counts it from then on); yields the moment it was accepted, where
-        its deadline starts. A drain waits for what was accepted before it began."""
-        self._refuse_while_draining()
-        with self.lifecycle.accepting() as accepted_at:
-            yield accepted_at
-
-    def _refuse_while_draining(self) -> None:
+        """Accept a request that will use the engine (503 while draining: the one place a drain refuses
+        one) and count it in flight for the block, until it holds an admission slot (which counts it
+        from then on); yields the moment it was accepted, where its deadline starts. A drain waits for
+        what was accepted before it began, and lets it run to its end."""
         if self.lifecycle.draining:
             raise APIError(
                 503, "the server is shutting down", code="shutting_down", headers={"Retry-After": "5"}
             )
+        with self.lifecycle.accepting() as accepted_at:
+            yield accepted_at
 
-    async def resolve_voice(
-        self, name: str, reference: ReferenceAudio | None = None, accepted_at: float | None = None
-    ) -> ResolvedVoice | None:
-        """The voice `name` ready to speak, for `prepare(voice=...)`: a builtin voice of an engine that
-        clones is frozen into its reference prompt on first use (hence async). None when a one-off
-        `reference` replaces the voice, without a registry, or while the engine cannot serve.
-
-        A request `accepted_at` (see `accept()`) waits for a freeze only until its deadline, and still
-        resolves while draining; the freeze itself runs on for the requests after it."""
-        if reference is not None or self.voice_registry is None:
-            return None
-        if not self.backend.ready or (accepted_at is None and self.lifecycle.draining):
-            return None  # prepare() answers 503
-        resolving = self.voice_registry.resolve(name, self.backend)
+    async def _resolve_voice(self, name: str, accepted_at: float) -> ResolvedVoice:
+        """The voice `name` ready to speak, resolved once per request: a builtin voice of an engine that
+        clones is frozen into its reference prompt on first use, waited for until the request's deadline
+        (the freeze itself runs on for the requests after it). 400 for a name no voice has."""
         try:
-            if accepted_at is None:
-                return await resolving
-            return await self._before_deadline(resolving, accepted_at)
+            return await self._before_deadline(self.voice_registry.resolve(name, self.backend), accepted_at)
         except VoiceNotFound as exc:
             raise APIError(400, exc.message, param="voice", code="voice_not_found") from exc
 
@@ -145,27 +129,20 @@ class SpeechService:
             task.add_done_callback(_retrieve)
             raise DeadlineExceeded(self.settings.request_timeout_s) from exc
 
-    def prepare(
+    async def prepare(
         self,
         body: SpeechRequest,
         *,
         stream: bool,
+        accepted_at: float,
         reference: ReferenceAudio | None = None,
         no_cache: bool = False,
-        voice: ResolvedVoice | None = None,
-        accepted_at: float | None = None,
     ) -> SpeechJob:
-        """Check the request against settings and engine; APIError / BackendInputError if it cannot run.
+        """The job for `body`, checked against settings and engine; APIError / BackendInputError if it
+        cannot run. `accepted_at` is when `accept()` took the request: its deadline runs from there.
 
-        `reference` is an uploaded one-off clone (never cached); `no_cache` is the client's
-        `Cache-Control: no-cache | no-store`; `voice` is `await resolve_voice(body.voice)` (when not
-        given, the voice is resolved here without freezing: a builtin voice not yet frozen speaks with
-        the engine's own voice of that name). `accepted_at` is when `accept()` took the request (its
-        deadline runs from there, and a drain that began since lets it run); None: accepted now,
-        refused while draining."""
-        if accepted_at is None:
-            self._refuse_while_draining()
-            accepted_at = time.perf_counter()
+        `reference` is an uploaded one-off clone (it replaces the voice; never cached); `no_cache` is
+        the client's `Cache-Control: no-cache | no-store`."""
         if not self.backend.ready:
             raise APIError(
                 503,
@@ -173,21 +150,13 @@ class SpeechService:
                 code="engine_not_ready",
                 headers={"Retry-After": "5"},
             )
+        voice = None if reference is not None else await self._resolve_voice(body.voice, accepted_at)
         text = _CONTROL_CHARS.sub(" ", body.input)
         if not text.strip():
             raise APIError(400, "input must contain text to speak", param="input", code="empty_input")
         _check_lengths(
             self.settings.max_input_chars, input=text, instructions=body.instructions, ref_text=body.ref_text
         )
-        if voice is None and reference is None and self.voice_registry is not None:
-            voice = self.voice_registry.resolve_ready(body.voice, self.backend)
-        if voice is None and reference is None and body.voice not in self.voices():
-            raise APIError(
-                400,
-                f"unknown voice {body.voice!r}; GET /v1/audio/voices lists the voices",
-                param="voice",
-                code="voice_not_found",
-            )
         try:
             rate = default_rate(self.settings, self.backend.info)
             fmt, out_rate = formats.resolve(body.response_format, body.sample_rate, rate)
@@ -261,15 +230,18 @@ class SpeechService:
             job.cache_status,
         )
 
-    async def admit(self, request: Request, job: SpeechJob) -> None:
-        """Take an admission slot (waiting in line); 429 when the line is full, ClientGone on disconnect.
+    async def admit(self, job: SpeechJob, request: Request | None = None) -> None:
+        """Take an admission slot, waiting in line until the request's deadline: the one door to the
+        engine for HTTP and WebSocket requests alike. 429 when the line is full; ClientGone when the
+        HTTP client of `request` disconnects while it waits (a WebSocket session cancels its own).
 
         Cache hits need no slot: they never reach the engine."""
         if job.cached is not None:
             return
         remaining = job.received_at + self.settings.request_timeout_s - time.perf_counter()
+        waiting = asyncio.wait_for(self.admission.acquire(), max(0.0, remaining))
         try:
-            await until_disconnect(request, asyncio.wait_for(self.admission.acquire(), max(0.0, remaining)))
+            await (waiting if request is None else until_disconnect(request, waiting))
         except TimeoutError as exc:  # waited in the queue past the request's deadline
             raise DeadlineExceeded(self.settings.request_timeout_s) from exc
         except Overloaded as exc:

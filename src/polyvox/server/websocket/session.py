@@ -20,9 +20,8 @@ from starlette.websockets import WebSocketDisconnect
 from polyvox.backends.base import ReferenceAudio
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.server.catalog import check_model
-from polyvox.server.errors import APIError, from_validation_errors
+from polyvox.server.errors import APIError, DeadlineExceeded, from_validation_errors
 from polyvox.server.protocol import SpeechRequest, SpeechUsage, first_lone_surrogate
-from polyvox.server.speech.admission import Overloaded
 from polyvox.server.speech.parsing import base64_reference
 from polyvox.server.speech.synthesis import SpeechJob, SpeechService
 from polyvox.server.websocket.protocol import (
@@ -144,13 +143,14 @@ class SpeechSession:
                 limits = ClipLimits.from_settings(self.service.settings)
                 rate = clip_rate(self.service.backend.info)
                 reference = await base64_reference(config.ref_audio, config.ref_text, limits, rate)
-            if (registry := self.service.voice_registry) is not None:
-                await asyncio.to_thread(registry.refresh)  # a voice another server made a moment ago
             # Whether the voice, format and engine can serve the session at all:
-            probe = self.service.prepare(template, stream=True, reference=reference)
+            with self.service.accept() as accepted_at:
+                probe = await self.service.prepare(
+                    template, stream=True, accepted_at=accepted_at, reference=reference
+                )
         except ValidationError as exc:
             raise ProtocolError.of(from_validation_errors(exc.errors())) from exc
-        except (APIError, VoiceError) as exc:
+        except (APIError, VoiceError, DeadlineExceeded) as exc:
             raise ProtocolError.of(as_api_error(exc)) from exc
         self.config, self.template, self.reference = config, template, reference
         await self._send_json(
@@ -218,15 +218,13 @@ class SpeechSession:
         assert self.template is not None  # segments are queued only once the session is configured
         try:
             body = self.template.model_copy(update={"input": segment.text})
-            voice = await service.resolve_voice(body.voice, self.reference)
-            job = segment.job = service.prepare(body, stream=True, reference=self.reference, voice=voice)
-            await service.lookup(job)
-            if job.cached is None:
-                try:
-                    await service.admission.acquire()
-                except Overloaded as exc:
-                    raise APIError(429, str(exc), code="rate_limit_exceeded") from exc
-                job.admitted = True
+            # In flight from here until it holds an admission slot, through the HTTP route's door.
+            with service.accept() as accepted_at:
+                job = segment.job = await service.prepare(
+                    body, stream=True, accepted_at=accepted_at, reference=self.reference
+                )
+                await service.lookup(job)
+                await service.admit(job)
             async with contextlib.aclosing(service.audio(job)) as pieces:
                 async for piece in pieces:
                     segment.queue.put_nowait(piece)
