@@ -13,9 +13,12 @@ what the engine raises becomes the API side's errors (`api_errors`); the engine 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,12 +47,17 @@ from polyvox.engine_core.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZ
 from polyvox.engine_core.request import EngineReference, EngineRequest
 from polyvox.engine_core.stats import combined_stats
 from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN, cfg_value_in_range
+from polyvox.logs import LogFormat
 from polyvox.models.architectures import clones_from_clip_alone, designs_voices
 from polyvox.models.interface import Prompt, SpeechModel
 from polyvox.models.lora.files import AdapterError
 from polyvox.models.model_source import ModelSource
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
+
+if TYPE_CHECKING:
+    from polyvox.engine_core.data_parallel import DataParallelEngine
+    from polyvox.engine_core.model_spec import ModelSpec
 
 MAX_REFERENCE_SECONDS = 60.0
 
@@ -66,12 +74,13 @@ class VoxCPM2Backend(Backend):
         max_patches: int = DEFAULT_MAX_PATCHES,
         prompt_cache_size: int = REFERENCE_CACHE_SIZE,
         torch_threads: int | None = None,
-        engine: Engine | None = None,
         adapters: AdapterOptions | None = None,
+        processes: EngineProcesses | None = None,
     ):
         """`model` loads in the engine at start when it is a ModelSource, so the server answers while
-        it loads; `engine` (engine processes) replaces the in-thread engine built from `model`;
-        `adapters`: the LoRA slots, and the adapters every rank loads when it starts."""
+        it loads; `adapters`: the LoRA slots, and the adapters every rank loads when it starts. The
+        engine is chosen here, once: in engine processes as `processes` describes them, else in a thread
+        of this process built from `model`."""
         # PyTorch's intra-op threads (process-wide, set in the engine at start); None leaves PyTorch's
         # default. On a CPU, as many threads as cores fight the server's encoding threads for them.
         self.options = WorkerOptions(
@@ -85,7 +94,9 @@ class VoxCPM2Backend(Backend):
         )
         # what the API side knows of the loaded adapters; the engine ranks hold their weights
         self._adapters = {name: files_info(files) for name, files in self.options.adapters.loaded.items()}
-        self.engine: Engine = engine if engine is not None else InThreadEngine(model, self.options)
+        self.engine: Engine = (
+            InThreadEngine(model, self.options) if processes is None else processes.engine(self.options)
+        )
         self.arch = model.arch  # voxcpm2, voxcpm1.5 or voxcpm1: the prompt modes it has
         self.info = BackendInfo(
             name=self.arch,
@@ -110,40 +121,14 @@ class VoxCPM2Backend(Backend):
 
         spec = ModelSpec.from_settings(settings)
         source = spec.source()
-        threads = settings.torch_threads
-        if threads is None and source.device.type == "cpu":
-            threads = max(1, (os.cpu_count() or 1) // 2)
-        try:  # read here once: a rank restarting registers these, whatever became of the directories
-            loaded = {name: read_adapter_files(name, path) for name, path in settings.lora.items()}
-            adapters = AdapterOptions(
-                settings.lora_max_loaded, settings.lora_max_rank, loaded, enabled=settings.enable_lora
-            )
-            backend = cls(
-                source,
-                batching_config(settings),
-                model_id=spec.model_id(source.arch),
-                cfg_value=settings.cfg_value,
-                inference_timesteps=settings.inference_timesteps,
-                prompt_cache_size=settings.voice_prompt_cache_size,
-                torch_threads=threads,
-                adapters=adapters,
-            )
-        except AdapterError as exc:
-            raise StartupError(f"--lora: {exc}") from exc
+        options = worker_options(settings, source)
+        processes = None
         if settings.engine_process:
-            from polyvox.engine_core.data_parallel import DataParallelEngine
-
-            logging_setup = (settings.log_level, settings.log_format)
-            backend.engine = DataParallelEngine(
-                spec.ranks(settings),
-                backend.options,
-                logging_setup,
-                socket_dir=engine_sockets,
-                connect=connect,
-            )
+            processes = EngineProcesses.from_settings(settings, spec, engine_sockets, connect)
         elif len(spec.ranks(settings)) > 1:
             raise StartupError("data parallel (data_parallel_size, devices) needs engine_process on")
-        return backend
+        values = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+        return cls(source, model_id=spec.model_id(source.arch), processes=processes, **values)
 
     # ------------------------------------------------------------------ what it was built with
 
@@ -377,6 +362,64 @@ def api_errors() -> Iterator[None]:
         raise BackendOverloaded(str(exc)) from exc
     except EngineError as exc:
         raise BackendError(str(exc)) from exc
+
+
+@dataclass(frozen=True)
+class EngineProcesses:
+    """The engine in processes of its own, one per data-parallel rank (`DataParallelEngine`): the ranks'
+    models, the log setup they start with, and where their sockets are (`connect`: the launcher's, which
+    an API process behind `api_server_count` only connects to)."""
+
+    ranks: list[ModelSpec]
+    logging_setup: tuple[str, LogFormat]
+    socket_dir: str | None = None
+    connect: bool = False
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, spec: ModelSpec, socket_dir: str | None = None, connect: bool = False
+    ) -> EngineProcesses:
+        return cls(spec.ranks(settings), (settings.log_level, settings.log_format), socket_dir, connect)
+
+    def engine(self, options: WorkerOptions) -> DataParallelEngine:
+        from polyvox.engine_core.data_parallel import DataParallelEngine
+
+        return DataParallelEngine(
+            self.ranks, options, self.logging_setup, socket_dir=self.socket_dir, connect=self.connect
+        )
+
+
+def engine_ranks(settings: Settings, socket_dir: str) -> DataParallelEngine:
+    """The engine ranks `settings` select, in processes of their own with their sockets in `socket_dir`,
+    without a back end around them: what the launcher of `api_server_count` API processes owns."""
+    from polyvox.engine_core.model_spec import ModelSpec
+
+    spec = ModelSpec.from_settings(settings)
+    options = worker_options(settings, spec.source())
+    return EngineProcesses.from_settings(settings, spec, socket_dir).engine(options)
+
+
+def worker_options(settings: Settings, source: ModelSource) -> WorkerOptions:
+    """What the engine is built with besides the model, from `settings`; the LoRA adapters named at start
+    are read here, once (a rank restarting registers these, whatever became of the directories).
+    StartupError for an adapter that cannot be used."""
+    threads = settings.torch_threads
+    if threads is None and source.device.type == "cpu":
+        threads = max(1, (os.cpu_count() or 1) // 2)
+    try:
+        loaded = {name: read_adapter_files(name, path) for name, path in settings.lora.items()}
+    except AdapterError as exc:
+        raise StartupError(f"--lora: {exc}") from exc
+    return WorkerOptions(
+        config=batching_config(settings),
+        cfg_value=settings.cfg_value,
+        inference_timesteps=settings.inference_timesteps,
+        prompt_cache_size=settings.voice_prompt_cache_size,
+        torch_threads=threads,
+        adapters=AdapterOptions(
+            settings.lora_max_loaded, settings.lora_max_rank, loaded, enabled=settings.enable_lora
+        ),
+    )
 
 
 def batching_config(settings: Settings) -> BatchingConfig:

@@ -92,11 +92,9 @@ class Launcher:
             raise StartupError(
                 "api_server_count > 1 needs engine_process on: the API processes share its ranks"
             )
-        from polyvox.backends.voxcpm2 import VoxCPM2Backend
+        from polyvox.backends.voxcpm2 import engine_ranks
 
-        backend = VoxCPM2Backend.from_settings(s, str(self.engine_sockets))
-        assert isinstance(backend.engine, DataParallelEngine)
-        return backend.engine
+        return engine_ranks(s, str(self.engine_sockets))  # the ranks alone: no back end around them
 
     async def run(self) -> None:
         s = self.settings
