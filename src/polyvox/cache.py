@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -102,6 +103,15 @@ def cache_key(
     }
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class AudioStore(Protocol):
+    """Where cached audio lives: `AudioCache` on disk, or Redis' (`state/audio_cache.py`, with
+    `state_url`). Both are thread-safe; their calls block (on the disk, on Redis)."""
+
+    def get(self, key: str) -> CachedAudio | None: ...
+
+    def put(self, key: str, samples: np.ndarray, sample_rate: int) -> bool: ...
 
 
 class AudioCache:

@@ -26,6 +26,7 @@ from polyvox.server.lifecycle.supervisor import BackendSupervisor
 from polyvox.server.metrics import Metrics, MetricsMiddleware
 from polyvox.server.request_id import RequestIdMiddleware
 from polyvox.server.speech import route as speech_route
+from polyvox.server.speech.caching import open_store
 from polyvox.server.speech.streaming import quiet_cut_streams
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.voice_routes import consents, voices
@@ -109,8 +110,12 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.state.backend = backend
     app.state.lexicon = backend.lexicon
     app.state.metrics = metrics
+    app.state.shared = state_url.connect(settings)  # with state_url: Redis, which holds the audio cache
     app.state.voices = VoiceRegistry.from_settings(settings, backend.info)
-    app.state.service = SpeechService(backend, settings, metrics, app.state.voices, app.state.lifecycle)
+    cache_store = open_store(settings, metrics, app.state.shared)
+    app.state.service = SpeechService(
+        backend, settings, metrics, app.state.voices, cache_store, app.state.lifecycle
+    )
     app.state.supervisor = BackendSupervisor(backend, app.state.lifecycle, metrics)
     metrics.registry.register(VoiceCollector(app.state.voices, backend))
     metrics.registry.register(BatchingStatsCollector(backend))
@@ -133,7 +138,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     # Every path needs an API key when keys are configured (but auth.OPEN_PATHS), checked before routing;
     # the metrics middleware, outside it and the body deadline, counts the refusals and the 408s too; the
     # request id, outermost, names every answer and log line.
-    state_url.install(app)  # the audio cache in Redis, and the guard (inside auth)
+    state_url.install(app)  # with state_url, the guard (inside auth)
     fresh_reads.install(app)  # reads see what any server sharing the state wrote (inside auth)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s)

@@ -1,5 +1,6 @@
-"""The server's side of `state_url`: `install` puts the audio cache in Redis and guards the routes that
-change shared state; the lifespan calls `start` and `stop`.
+"""The server's side of `state_url`: `connect` makes this replica's sync with Redis (the speech service
+is built with its audio cache), `install` guards the routes that change shared state; the lifespan
+calls `start` and `stop`.
 
 While Redis is unreachable a change to voices, consents or the lexicon would stay on the one replica
 that took it and vanish from the others, so such requests are refused with a 503 saying why
@@ -20,6 +21,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from polyvox.server.errors import error_body
+from polyvox.settings import Settings
 from polyvox.startup import StartupError
 
 if TYPE_CHECKING:
@@ -35,27 +37,30 @@ GUARDED_PREFIXES = ("/v1/audio/voices", "/v1/voices", "/v1/audio/voice_consents"
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def install(app: FastAPI) -> None:
-    """With `state_url` set: the shared state, its metrics, the Redis audio cache (where caching is
-    on) and the guard. Call before the auth middleware is added, so the guard runs after auth."""
-    settings = app.state.settings
-    app.state.shared = None
+def connect(settings: Settings) -> ReplicaSync | None:
+    """With `state_url` set, this replica's sync with Redis (not started yet), whose audio cache the
+    speech service is built with; None without it."""
     if not settings.state_url:
-        return
+        return None
     try:
-        from polyvox.state.connection import StateCollector, StateConnection
+        from polyvox.state.connection import StateConnection
         from polyvox.state.replica_sync import ReplicaSync
     except ModuleNotFoundError as exc:
         if exc.name != "redis":
             raise
         raise StartupError(REDIS_MISSING) from None
-    shared = ReplicaSync(StateConnection(settings.state_url), settings.state_sync_interval_s)
-    app.state.shared = shared
+    return ReplicaSync(StateConnection(settings.state_url), settings.state_sync_interval_s)
+
+
+def install(app: FastAPI) -> None:
+    """With `state_url` set (`app.state.shared`, made by `connect`): its metrics and the guard. Call
+    before the auth middleware is added, so the guard runs after auth."""
+    shared: ReplicaSync | None = app.state.shared
+    if shared is None:
+        return
+    from polyvox.state.connection import StateCollector
+
     app.state.metrics.registry.register(StateCollector(shared.connection))
-    cache = app.state.service.cache
-    if cache.store is not None:
-        ttl_s = cache.store.ttl_s
-        cache.store = shared.audio_cache(settings.cache_max_bytes, ttl_s, app.state.metrics.cache_changed)
     app.add_middleware(StateGuard, shared=shared)
 
 

@@ -8,24 +8,42 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import anyio
 import numpy as np
 
 from polyvox.backends.base import Backend
-from polyvox.cache import AudioCache, backend_fingerprint, cache_key
+from polyvox.cache import AudioStore, backend_fingerprint, cache_key, open_cache
 from polyvox.server.metrics import Metrics
 from polyvox.server.speech.job import SpeechJob
+from polyvox.settings import Settings
+
+if TYPE_CHECKING:
+    from polyvox.state.replica_sync import ReplicaSync
 
 log = logging.getLogger(__name__)
 
 STORE_FAILED = "MISS-STORE-FAILED"
 
 
-class SpeechCache:
-    """An `AudioCache` (None when caching is off) behind the speech path's rules for using it."""
+def open_store(settings: Settings, metrics: Metrics, shared: ReplicaSync | None) -> AudioStore | None:
+    """The audio cache the settings ask for, chosen once: in Redis with `state_url` (`shared`), where
+    every replica finds it; else on disk. None when caching is off, or its directory cannot be written."""
+    if not settings.cache_enabled:
+        return None
+    if shared is not None:
+        ttl_s = settings.cache_ttl_minutes * 60.0
+        return shared.audio_cache(settings.cache_max_bytes, ttl_s, metrics.cache_changed)
+    return open_cache(
+        settings.cache_dir, settings.cache_max_bytes, settings.cache_ttl_minutes, metrics.cache_changed
+    )
 
-    def __init__(self, store: AudioCache | None, metrics: Metrics, limiter: anyio.CapacityLimiter):
+
+class SpeechCache:
+    """An `AudioStore` (None when caching is off) behind the speech path's rules for using it."""
+
+    def __init__(self, store: AudioStore | None, metrics: Metrics, limiter: anyio.CapacityLimiter):
         self.store = store
         self.metrics = metrics
         self.limiter = limiter

@@ -31,7 +31,7 @@ from polyvox.backends.base import (
     SynthesisRequest,
 )
 from polyvox.backends.text_pipeline import PieceStream
-from polyvox.cache import open_cache
+from polyvox.cache import AudioStore
 from polyvox.logs import request_id_var
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.lifecycle.draining import Lifecycle
@@ -66,20 +66,15 @@ class SpeechService:
         settings: Settings,
         metrics: Metrics,
         voice_registry: VoiceRegistry,
+        cache_store: AudioStore | None,
         lifecycle: Lifecycle | None = None,
     ):
+        """`cache_store`: where the audio cache lives (`open_cache` on disk, or Redis' with `state_url`);
+        None when caching is off."""
         self.backend = backend
         self.settings = settings
         self.metrics = metrics
         self.lifecycle = lifecycle or Lifecycle()
-        store = None
-        if settings.cache_enabled:
-            store = open_cache(
-                settings.cache_dir,
-                settings.cache_max_bytes,
-                settings.cache_ttl_minutes,
-                metrics.cache_changed,
-            )
         # Builtin, registered and uploaded voices, and the engine's own names and adapters.
         self.voice_registry = voice_registry
         self.admission = Admission(
@@ -90,7 +85,7 @@ class SpeechService:
         # Cache reads and writes wait on the disk, not a core: a pool of their own, so they never hold
         # an encoding thread.
         self.cache = SpeechCache(
-            store, metrics, anyio.CapacityLimiter(max(4, settings.max_concurrent_requests))
+            cache_store, metrics, anyio.CapacityLimiter(max(4, settings.max_concurrent_requests))
         )
 
     def busy(self) -> bool:
