@@ -85,6 +85,9 @@ class SynthesisRequest:
     lora_digest: str | None = None  # its content digest: cached audio never outlives a replaced adapter
     request_id: str = ""
     piece: int | None = None  # which piece of `request_id`'s long input this is (the text front end's)
+    # `text` as the text front end prepared it, piece by piece, once checked (`TextPipeline.checked`):
+    # the pieces generated are the pieces checked. None: not prepared yet.
+    pieces: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,14 @@ class Backend(Protocol):
 
     def validate(self, request: SynthesisRequest) -> None:
         """Raise a `BackendInputError` when the request cannot be served by this engine."""
+
+    def checked(self, request: SynthesisRequest) -> SynthesisRequest:
+        """The request as this back end will speak it, checked once (`validate`; a `BackendInputError`
+        naming the parameter). A back end that reshapes it returns it reshaped, so what was checked is
+        what is generated: the text front end's pieces (`TextPipeline`). Blocking (normalisation can
+        take a while): call it off the event loop."""
+        self.validate(request)
+        return request
 
     async def check_voice(self, reference: ReferenceAudio) -> None:
         """Raise a `BackendInputError` when a voice cloned from `reference` (a stored voice's clip and

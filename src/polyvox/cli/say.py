@@ -75,7 +75,7 @@ async def synthesize_file(
         request = SynthesisRequest(
             text=text, voice=voice, speed=backend_speed, instructions=instructions, seed=seed, lora=lora
         )
-        backend.validate(request)
+        request = await asyncio.to_thread(backend.checked, request)  # as it is spoken: its pieces
         pipeline = OutputPipeline(
             backend.info.sample_rate, out_rate, audio_format, speed=pipeline_speed, whole=True
         )

@@ -176,7 +176,8 @@ class SpeechService:
             request_id=uuid.uuid4().hex,
         )
         request_id_var.set(request.request_id)  # every log line this request causes names it
-        self.backend.validate(request)
+        # Checked once, as it will be spoken (through the text front end: its pieces), off the event loop.
+        request = await anyio.to_thread.run_sync(self.backend.checked, request)
         job = SpeechJob(request, fmt, out_rate, pipeline_speed, stream, received_at=accepted_at)
         self.cache.assign(
             job,
