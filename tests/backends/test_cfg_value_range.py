@@ -1,5 +1,5 @@
-"""One `cfg_value` range: the speech request, a stored voice, the default setting and the VoxCPM2 back
-end accept exactly the same values."""
+"""One `cfg_value` range and one `inference_timesteps` range: the speech request, a stored voice, the
+default setting and the VoxCPM2 back end accept exactly the same values of each."""
 
 from __future__ import annotations
 
@@ -41,3 +41,12 @@ def test_every_layer_accepts_the_same_cfg_values(voxcpm2, value: float) -> None:
     setting = _accepts(lambda: Settings(cfg_value=value))
     backend = _accepts(lambda: voxcpm2.validate(SynthesisRequest(text="hi", cfg_value=value)))
     assert request == voice == setting == backend == (0.5 <= value <= 5.0)
+
+
+@pytest.mark.parametrize("value", [0, 1, 2, 10, 100, 101, 1000])
+def test_every_layer_accepts_the_same_inference_timesteps(voxcpm2, value: int) -> None:
+    request = _accepts(lambda: SpeechRequest(input="hi", inference_timesteps=value))
+    voice = _accepts(lambda: VoiceEntry(audio="clip.wav", inference_timesteps=value))
+    setting = _accepts(lambda: Settings(inference_timesteps=value))
+    backend = _accepts(lambda: voxcpm2.validate(SynthesisRequest(text="hi", inference_timesteps=value)))
+    assert request == voice == setting == backend == (1 <= value <= 100)

@@ -46,7 +46,14 @@ from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE, SHORTEST_INPUT
 from polyvox.engine_core.request import EngineReference, EngineRequest
 from polyvox.engine_core.stats import combined_stats
-from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN, cfg_value_in_range
+from polyvox.guidance import (
+    CFG_VALUE_MAX,
+    CFG_VALUE_MIN,
+    INFERENCE_TIMESTEPS_MAX,
+    INFERENCE_TIMESTEPS_MIN,
+    cfg_value_in_range,
+    inference_timesteps_in_range,
+)
 from polyvox.logs import LogFormat
 from polyvox.models.architectures import clones_from_clip_alone, designs_voices
 from polyvox.models.interface import Prompt, SpeechModel
@@ -223,8 +230,12 @@ class VoxCPM2Backend(Backend):
             raise BackendInputError(
                 f"cfg_value must be {CFG_VALUE_MIN:g} to {CFG_VALUE_MAX:g}", param="cfg_value"
             )
-        if request.inference_timesteps is not None and not 1 <= request.inference_timesteps <= 100:
-            raise BackendInputError("inference_timesteps must be 1 to 100", param="inference_timesteps")
+        timesteps = request.inference_timesteps
+        if timesteps is not None and not inference_timesteps_in_range(timesteps):
+            raise BackendInputError(
+                f"inference_timesteps must be {INFERENCE_TIMESTEPS_MIN} to {INFERENCE_TIMESTEPS_MAX}",
+                param="inference_timesteps",
+            )
         if not 0 < request.temperature <= 10:
             raise BackendInputError("temperature must be in (0, 10]", param="temperature")
         if request.max_patches is not None and request.max_patches < 1:
@@ -235,10 +246,6 @@ class VoxCPM2Backend(Backend):
                 "(serve a VoxCPM2 checkpoint, or set instructions_mode=ignore to drop them)",
                 param="instructions",
                 code="voice_design_unsupported",
-            )
-        if request.lora is not None and request.lora not in self._adapters:
-            raise BackendInputError(
-                f"no LoRA adapter {request.lora!r} is loaded", param="lora", code="adapter_not_found"
             )
         ref = request.reference
         if ref is not None and not ref.transcript and not clones_from_clip_alone(self.arch):

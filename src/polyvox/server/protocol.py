@@ -16,7 +16,12 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN
+from polyvox.guidance import (
+    CFG_VALUE_MAX,
+    CFG_VALUE_MIN,
+    INFERENCE_TIMESTEPS_MAX,
+    INFERENCE_TIMESTEPS_MIN,
+)
 
 ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
 StreamFormat = Literal["audio", "sse"]
@@ -99,7 +104,9 @@ class SpeechRequest(BaseModel):
     )
     seed: Annotated[int | None, Number] = Field(None, ge=0, le=2**63 - 1)
     cfg_value: Annotated[float | None, Number] = Field(None, ge=CFG_VALUE_MIN, le=CFG_VALUE_MAX)
-    inference_timesteps: Annotated[int | None, Number] = Field(None, ge=1, le=100)
+    inference_timesteps: Annotated[int | None, Number] = Field(
+        None, ge=INFERENCE_TIMESTEPS_MIN, le=INFERENCE_TIMESTEPS_MAX
+    )
     cache: bool = True
     ref_audio: Text | None = Field(
         None, description="One-off voice clone: a reference clip as base64 or a data URL (JSON bodies)."

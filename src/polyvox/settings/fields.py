@@ -14,7 +14,12 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN
+from polyvox.guidance import (
+    CFG_VALUE_MAX,
+    CFG_VALUE_MIN,
+    INFERENCE_TIMESTEPS_MAX,
+    INFERENCE_TIMESTEPS_MIN,
+)
 from polyvox.settings.config_file import ConfigFileSource
 from polyvox.settings.uttera import UtteraCacheTTLSource
 
@@ -193,8 +198,8 @@ class Settings(BaseSettings):
     )
     inference_timesteps: int = Field(
         10,
-        ge=1,
-        le=100,
+        ge=INFERENCE_TIMESTEPS_MIN,
+        le=INFERENCE_TIMESTEPS_MAX,
         validation_alias=_alias("inference_timesteps", "VOXCPM_INFERENCE_TIMESTEPS"),
         description="Default CFM solver steps (alias VOXCPM_INFERENCE_TIMESTEPS).",
     )

@@ -28,7 +28,12 @@ import filelock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from polyvox.backends.base import VOICE_NAME
-from polyvox.guidance import CFG_VALUE_MAX, CFG_VALUE_MIN
+from polyvox.guidance import (
+    CFG_VALUE_MAX,
+    CFG_VALUE_MIN,
+    INFERENCE_TIMESTEPS_MAX,
+    INFERENCE_TIMESTEPS_MIN,
+)
 from polyvox.voices.errors import InvalidVoiceName, VoiceError, VoiceNotFound, VoiceStorageUnavailable
 
 log = logging.getLogger(__name__)
@@ -54,7 +59,7 @@ class VoiceEntry(BaseModel):
     audio: str
     transcript: str | None = None
     cfg_value: float | None = Field(None, ge=CFG_VALUE_MIN, le=CFG_VALUE_MAX)
-    inference_timesteps: int | None = Field(None, ge=1, le=100)
+    inference_timesteps: int | None = Field(None, ge=INFERENCE_TIMESTEPS_MIN, le=INFERENCE_TIMESTEPS_MAX)
     consent: bool | None = None
     consent_id: str | None = None
     label: str | None = None
