@@ -25,7 +25,11 @@ async def wait_for_disconnect(request: Request) -> None:
 
 
 async def until_disconnect(request: Request, work: Awaitable[T]) -> T:
-    """Run `work`, cancelling it and raising ClientGone if the client disconnects first."""
+    """Run `work`, cancelling it and raising ClientGone if the client disconnects first.
+
+    Work that finishes all the same (a cancellation can come too late: an admission slot taken in the
+    same turn of the loop) returns its result as usual, so the caller releases what it holds: raising
+    ClientGone then would lose it (the slot would never be given back)."""
     task = asyncio.ensure_future(work)
     watcher = asyncio.ensure_future(wait_for_disconnect(request))
     try:
@@ -34,7 +38,8 @@ async def until_disconnect(request: Request, work: Awaitable[T]) -> T:
         if not task.done():
             task.cancel()
         watcher.cancel()
-    if task.cancelled() or not task.done():
+    if not task.done():
         await asyncio.gather(task, return_exceptions=True)
+    if task.cancelled():
         raise ClientGone()
     return task.result()
