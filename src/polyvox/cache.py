@@ -85,7 +85,7 @@ def cache_key(
     fields = {
         f.name: getattr(request, f.name)
         for f in dataclasses.fields(request)
-        if f.name not in ("request_id", "piece", "pieces", "reference", "text")
+        if f.name not in ("request_id", "piece", "pieces", "listener", "reference", "text")
     }
     ref = request.reference
     if voice_fingerprint is not None or ref is not None:

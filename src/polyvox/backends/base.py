@@ -26,6 +26,7 @@ from polyvox.backends.errors import BackendInputError
 from polyvox.engine_core.stats import EngineRank, PromptCacheStats
 
 if TYPE_CHECKING:
+    from polyvox.backends.fair_queue import Listener
     from polyvox.batching.stats import BatchingStats
     from polyvox.text.lexicon import Lexicon
 
@@ -88,6 +89,9 @@ class SynthesisRequest:
     # `text` as the text front end prepared it, piece by piece, once checked (`TextPipeline.checked`):
     # the pieces generated are the pieces checked. None: not prepared yet.
     pieces: tuple[str, ...] | None = None
+    # Whose request this is, piece after piece (the text front end gives each request one), for an engine
+    # that shares a few workers among requests fairly (the embedded voice's FairQueue). None: its own.
+    listener: Listener | None = None
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ import numpy as np
 from polyvox.backends.base import OPENAI_VOICES, Backend, BackendCapabilities, BackendInfo, SynthesisRequest
 from polyvox.backends.embedded_voice import VOICE_NAME, VOICE_SHA256, VoiceFiles, load_voice, locate_voice
 from polyvox.backends.errors import BackendError, BackendInputError
-from polyvox.backends.fair_queue import FairQueue, place_here
+from polyvox.backends.fair_queue import FairQueue, Listener, Place
 from polyvox.cores import usable_cores
 from polyvox.settings import Settings
 from polyvox.text.script import Script, detect_scripts, foreign_letters
@@ -205,7 +205,8 @@ class EmbeddedBackend(Backend):
             noise_w_scale=style.noise_w_scale,
             volume=0.9,
         )
-        place = place_here()
+        # a request the text pipeline did not mark is a listener of its own
+        place = Place(request.listener or Listener(), request.piece or 0)
         for index, sentence in enumerate(split_sentences(request.text, self.max_chars)):
             work = functools.partial(self._synthesize, voice, sentence, config)
             audio = await queue.run(place, work, sentence=index, size=len(sentence))

@@ -16,14 +16,13 @@ heard everything made for it so far. Whenever a worker is free it takes, from ev
 How long a sentence will take is estimated from its size (characters) and the seconds per
 character the workers took lately. A listener's own sentences start in their order within the
 request (piece, then sentence). A sentence whose caller stopped waiting (the client went away)
-leaves the queue at once and never runs. The pipeline marks which listener and piece a generation
-belongs to with `listening`, which engines read back with `place_here`.
+leaves the queue at once and never runs. Which listener and piece a generation belongs to comes with
+its request (`SynthesisRequest.listener` and `.piece`, set by the text pipeline).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import itertools
 import threading
 import time
@@ -64,21 +63,6 @@ class Place:
 
     listener: Listener
     piece: int = 0
-
-
-_PLACE: contextvars.ContextVar[Place | None] = contextvars.ContextVar("polyvox_place", default=None)
-
-
-def listening(place: Place) -> contextvars.Context:
-    """A copy of the current context in which a generation's engine sees `place` (run tasks in it)."""
-    context = contextvars.copy_context()
-    context.run(_PLACE.set, place)
-    return context
-
-
-def place_here() -> Place:
-    """The place of the generation running now; a fresh listener's first piece when none was marked."""
-    return _PLACE.get() or Place(Listener())
 
 
 # Time a sentence's audio takes from the worker to the listener's ears (encoding, the event loop

@@ -12,9 +12,9 @@ every running piece and closes its inner generator before `aclose()` returns.
 
 Every piece reuses the request's voice, reference, instructions and generation parameters. A
 request without a seed gets one drawn here, shared by all its pieces, so sampling engines draw the
-same noise for each piece. Each piece's generation runs marked with the request's `Listener` and
-the piece's index (`fair_queue.listening`), so an engine that shares a few workers among requests
-(the embedded voice) can serve them fairly; engines that batch on their own ignore the mark.
+same noise for each piece. Each piece's request carries the request's `Listener` and the piece's
+index, so an engine that shares a few workers among requests (the embedded voice) can serve them
+fairly; engines that batch on their own ignore them.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from polyvox.backends.base import (
     SynthesisRequest,
 )
 from polyvox.backends.errors import BackendInputError
-from polyvox.backends.fair_queue import Listener, Place, listening
+from polyvox.backends.fair_queue import Listener
 from polyvox.text.frontend import TextFrontend
 from polyvox.text.lexicon import Lexicon
 
@@ -151,10 +151,11 @@ class PieceStream:
 
     def __init__(self, pipeline: TextPipeline, request: SynthesisRequest):
         self.pipeline = pipeline
-        self.request = request if request.seed is not None else replace(request, seed=random.getrandbits(31))
+        self.listener = Listener()
+        seed = request.seed if request.seed is not None else random.getrandbits(31)
+        self.request = replace(request, seed=seed, listener=self.listener)
         self.pieces: list[str] = []
         self.pieces_done = 0
-        self.listener = Listener()
         self._chunks = self._stream()
 
     @property
@@ -185,9 +186,7 @@ class PieceStream:
                 while len(tasks) < min(len(pieces), index + 1 + pipeline.lookahead):
                     queue: asyncio.Queue = asyncio.Queue()
                     piece_request = pipeline._piece_request(request, pieces[len(tasks)], len(tasks))
-                    pull = _pull(pipeline.inner, piece_request, queue)
-                    place = Place(self.listener, len(tasks))
-                    tasks.append(asyncio.create_task(pull, context=listening(place)))
+                    tasks.append(asyncio.create_task(_pull(pipeline.inner, piece_request, queue)))
                     queues.append(queue)
                 seam = _Seam(fade if index > 0 else 0, fade if index < len(pieces) - 1 else 0)
                 while (item := await queues[index].get()) is not _DONE:
