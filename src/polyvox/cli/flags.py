@@ -5,7 +5,6 @@ are one line."""
 from __future__ import annotations
 
 import argparse
-import os
 import types
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Literal, NoReturn, Union, get_args, get_origin
@@ -115,15 +114,15 @@ def _add_flag(group: argparse._ArgumentGroup, name: str) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    """Settings from flags over environment over config file over defaults."""
-    if getattr(args, "config", None):
-        os.environ["POLYVOX_CONFIG"] = str(args.config)
+    """Settings from flags over environment over config file (`--config`, else the one `POLYVOX_CONFIG`
+    names) over defaults."""
+    config = getattr(args, "config", None)
     overrides = {name: getattr(args, name) for name in Settings.model_fields if hasattr(args, name)}
     if getattr(args, "debug", False):
         overrides.setdefault("log_level", "debug")
     try:
-        return Settings(**overrides)
+        return Settings(**overrides, _config_file=config)
     except ValidationError as exc:
         from polyvox.settings.errors import invalid_settings
 
-        raise invalid_settings(exc, flags=overrides) from exc
+        raise invalid_settings(exc, flags=overrides, config_file=config) from exc

@@ -1,6 +1,8 @@
 """Reading the settings file named by `--config` / `POLYVOX_CONFIG`: TOML, or JSON when its name ends in
-`.json` (`ConfigFileSource`, one of `Settings`' sources). A file that cannot be read or parsed, or that
-sets a name that is no setting, raises `ConfigFileError`, naming the file and the line."""
+`.json` (`ConfigFileSource`, one of `Settings`' sources). The command line hands its `--config` to
+`Settings(_config_file=...)`; without one, the file `POLYVOX_CONFIG` names is read. A file that cannot
+be read or parsed, or that sets a name that is no setting, raises `ConfigFileError`, naming the file
+and the line."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from pydantic_settings import PydanticBaseSettingsSource
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from polyvox.startup import StartupError
 
@@ -25,18 +27,30 @@ class ConfigFileError(StartupError):
     """The config file is missing, unreadable or not valid TOML / JSON."""
 
 
+CONFIG_FILE_ARGUMENT = "_config_file"  # Settings(_config_file=path), as pydantic-settings' own _env_file
+
+
+def config_path(given: str | Path | None = None) -> Path | None:
+    """The config file to read: the one `given` (`--config`), else the one `POLYVOX_CONFIG` names."""
+    path = given or os.environ.get("POLYVOX_CONFIG")
+    return Path(path) if path else None
+
+
 class ConfigFileSource(PydanticBaseSettingsSource):
-    """Values from the TOML or JSON file named by `POLYVOX_CONFIG` (absent: nothing)."""
+    """Values from the TOML or JSON file at `path` (None: nothing)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None):
+        super().__init__(settings_cls)
+        self.path = path
 
     def get_field_value(self, field, field_name):  # pragma: no cover - not used by __call__
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        path = os.environ.get("POLYVOX_CONFIG")
-        if not path:
+        if self.path is None:
             return {}
-        data = read_config_file(Path(path))  # ConfigFileError names the file and the line
-        check_names(Path(path), data, self.settings_cls.model_fields)
+        data = read_config_file(self.path)  # ConfigFileError names the file and the line
+        check_names(self.path, data, self.settings_cls.model_fields)
         return data
 
 

@@ -14,7 +14,7 @@ from typing import get_origin
 from pydantic import AliasChoices, ValidationError
 
 from polyvox.settings import Settings
-from polyvox.settings.config_file import line_of
+from polyvox.settings.config_file import config_path, line_of
 from polyvox.startup import StartupError
 
 _SECRET_WORDS = ("key",)  # values of these settings are never echoed
@@ -24,14 +24,18 @@ class InvalidSettings(StartupError):
     """One or more settings have values polyvox cannot use."""
 
 
-def invalid_settings(error: ValidationError, flags: Collection[str] = ()) -> InvalidSettings:
-    """The error of `Settings(...)` as one line per bad value; `flags` are the settings given as flags."""
+def invalid_settings(
+    error: ValidationError, flags: Collection[str] = (), config_file: Path | None = None
+) -> InvalidSettings:
+    """The error of `Settings(...)` as one line per bad value; `flags` are the settings given as flags,
+    `config_file` the file given with `--config` (without it, the one `POLYVOX_CONFIG` names)."""
+    config = config_path(config_file)
     lines = []
     for problem in error.errors():
         name = field_name(str(problem["loc"][0])) if problem["loc"] else "settings"
         entry = _entry(name, problem["loc"])
         shown = "" if any(word in name for word in _SECRET_WORDS) else f"{entry} = {problem['input']!r}"
-        lines.append(f"  {name}{shown} (from {source_of(name, flags)}): {problem['msg']}")
+        lines.append(f"  {name}{shown} (from {source_of(name, flags, config)}): {problem['msg']}")
     return InvalidSettings(
         "invalid settings:\n"
         + "\n".join(lines)
@@ -60,17 +64,17 @@ def field_name(location: str) -> str:
     return location
 
 
-def source_of(name: str, flags: Collection[str] = ()) -> str:
-    """Where the value of setting `name` came from, highest precedence first."""
+def source_of(name: str, flags: Collection[str] = (), config: Path | None = None) -> str:
+    """Where the value of setting `name` came from, highest precedence first (`config`: the config file
+    read, if any)."""
     if name in flags:
         return "--" + name.replace("_", "-")
     present = {variable.upper(): variable for variable in os.environ}  # read case-insensitively
     for variable in environment_names(name):
         if variable in present:
             return f"environment variable {present[variable]}"
-    config = os.environ.get("POLYVOX_CONFIG")
-    if config:
-        line = line_of(Path(config), name)
+    if config is not None:
+        line = line_of(config, name)
         return f"config file {config}" + (f", line {line}" if line is not None else "")
     return "the defaults"
 

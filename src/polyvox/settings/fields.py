@@ -1,6 +1,7 @@
 """`Settings`: every polyvox setting, with its default and its checks, and the order its sources are
-read in: explicit values (CLI flags), environment variables, the config file named by
-`POLYVOX_CONFIG` (`config_file.py`), then the defaults below. A few settings also answer to the names
+read in: explicit values (CLI flags), environment variables, the config file (`--config`, passed as
+`Settings(_config_file=path)`, else the one `POLYVOX_CONFIG` names: `config_file.py`), then the
+defaults below. A few settings also answer to the names
 users of uttera-tts-vllm already have in their `.env` files, meaning what they meant there
 (`uttera.py`); polyvox's own names win over them.
 """
@@ -20,7 +21,7 @@ from polyvox.guidance import (
     INFERENCE_TIMESTEPS_MAX,
     INFERENCE_TIMESTEPS_MIN,
 )
-from polyvox.settings.config_file import ConfigFileSource
+from polyvox.settings.config_file import CONFIG_FILE_ARGUMENT, ConfigFileSource, config_path
 from polyvox.settings.uttera import UtteraCacheTTLSource
 
 
@@ -391,7 +392,8 @@ class Settings(BaseSettings):
     def settings_customise_sources(
         cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
     ):
-        config_file = ConfigFileSource(settings_cls)
+        path = config_path(init_settings.init_kwargs.get(CONFIG_FILE_ARGUMENT))
+        config_file = ConfigFileSource(settings_cls, path)
         return (
             init_settings,
             env_settings,
