@@ -24,6 +24,7 @@ def add_serve(subparsers: argparse._SubParsersAction) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     from polyvox.server.app import create_app
+    from polyvox.server.app_state import app_state
     from polyvox.server.connections import uvicorn_config
     from polyvox.server.lifecycle.draining import DrainingServer
     from polyvox.settings.errors import files_named_by
@@ -34,9 +35,10 @@ def run_serve(args: argparse.Namespace) -> int:
         return _serve_many(settings)
     with files_named_by(settings):
         app = create_app(settings)
-    info = app.state.backend.info
+    state = app_state(app)
+    info = state.backend.info
     log.info("serving %s (model %s) on http://%s:%d", info.name, info.model_id, settings.host, settings.port)
-    _warn_if_open(settings, app.state.keyring.open)
+    _warn_if_open(settings, state.keyring.open)
     config = uvicorn_config(app, settings, log_config, host=settings.host, port=settings.port)
     server = DrainingServer.serving(app, config)
     server.run()

@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
+import anyio
 from fastapi import FastAPI
 
 from polyvox import __version__
@@ -16,6 +17,7 @@ from polyvox.backends.base import Backend
 from polyvox.cache import describe_cache
 from polyvox.server import catalog, ui
 from polyvox.server.admin import lexicon, lora
+from polyvox.server.app_state import AppState, app_state
 from polyvox.server.auth import AuthMiddleware, KeyRing
 from polyvox.server.batching_metrics import BatchingStatsCollector
 from polyvox.server.body_deadline import BodyDeadlineMiddleware
@@ -33,7 +35,7 @@ from polyvox.server.voice_routes import consents, voices
 from polyvox.server.websocket import route as websocket_route
 from polyvox.settings import Settings
 from polyvox.startup import stage
-from polyvox.voices import directory_watch
+from polyvox.voices.directory_watch import DirectoryWatch
 from polyvox.voices.freeze_at_start import freeze_builtin_voices, wants_freeze_at_start
 from polyvox.voices.metrics import VoiceCollector
 from polyvox.voices.registry import VoiceRegistry
@@ -41,53 +43,56 @@ from polyvox.voices.registry import VoiceRegistry
 log = logging.getLogger(__name__)
 
 
-async def _start_backend(app: FastAPI, backend: Backend) -> None:
+async def _start_backend(state: AppState) -> None:
+    backend = state.backend
     started = time.perf_counter()
     try:
         with stage(f"start the {backend.info.name} engine"):
             await backend.start()
     except Exception as exc:
-        app.state.backend_failure = f"{type(exc).__name__}: {exc}"
+        state.backend_failure = f"{type(exc).__name__}: {exc}"
         # An expected failure (memory, a missing kernel...): one line; the traceback at debug level.
         log.error(
             "engine %s failed to start: %s",
             backend.info.name,
-            app.state.backend_failure,
+            state.backend_failure,
             exc_info=log.isEnabledFor(logging.DEBUG),
         )
         return
-    app.state.supervisor.served = True
+    state.supervisor.served = True
     log.info("engine %s ready in %.1f s", backend.info.name, time.perf_counter() - started)
-    if wants_freeze_at_start(app.state.settings.freeze_voices_at_start, backend):
-        app.state.freezing_voices = True  # set before any await: /ready never sees 200 in between
+    if wants_freeze_at_start(state.settings.freeze_voices_at_start, backend):
+        state.freezing_voices = True  # set before any await: /ready never sees 200 in between
         try:
-            await freeze_builtin_voices(app.state.voices, backend)
+            await freeze_builtin_voices(state.voices, backend)
         finally:
-            app.state.freezing_voices = False
+            state.freezing_voices = False
 
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Start the engine in the background (so /health and /ready answer while it warms), restart it if
     it stops serving, stop it at exit."""
-    backend: Backend = app.state.backend
-    starting = asyncio.create_task(_start_backend(app, backend))
-    supervising = asyncio.create_task(app.state.supervisor.run())
+    state = app_state(app)
+    starting = asyncio.create_task(_start_backend(state))
+    supervising = asyncio.create_task(state.supervisor.run())
     with stage("load the registered voices"):
-        await voices.load_voices(app)
-    await state_url.start(app)  # voices and the lexicon in step with the other replicas (Redis)
-    directory_watch.start(app)  # without it: in step with servers sharing the voices directory
+        await voices.load_voices(state.voices)
+    await state_url.start(state)  # voices and the lexicon in step with the other replicas (Redis)
+    if state.directory_watch is not None:  # without it: in step with servers sharing the voices directory
+        state.directory_watch.start()
     try:
         yield
     finally:
-        await directory_watch.stop(app)
-        await state_url.stop(app)
+        if state.directory_watch is not None:
+            await anyio.to_thread.run_sync(state.directory_watch.stop)
+        await state_url.stop(state)
         for task in (supervising, starting):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await backend.stop()
-        app.state.service.encode_pool.close()
+        await state.backend.stop()
+        state.service.encode_pool.close()
 
 
 def create_app(settings: Settings | None = None, backend: Backend | None = None) -> FastAPI:
@@ -104,24 +109,32 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     metrics = Metrics()
     log.info("%s", describe_cache(settings))
     app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan)
-    app.state.keyring = KeyRing.from_settings(settings)
-    app.state.lifecycle = Lifecycle()
-    app.state.settings = settings
-    app.state.backend = backend
-    app.state.lexicon = backend.lexicon
-    app.state.metrics = metrics
-    app.state.shared = state_url.connect(settings)  # with state_url: Redis, which holds the audio cache
-    app.state.voices = VoiceRegistry.from_settings(settings, backend.info)
-    cache_store = open_store(settings, metrics, app.state.shared)
-    app.state.service = SpeechService(
-        backend, settings, metrics, app.state.voices, cache_store, app.state.lifecycle
+    lifecycle = Lifecycle()
+    shared = state_url.connect(settings)  # with state_url: Redis, which holds the audio cache
+    registry = VoiceRegistry.from_settings(settings, backend.info)
+    cache_store = open_store(settings, metrics, shared)
+    # This server's copy of what servers share: Redis' with state_url; without it, the voices directory
+    # and lexicon file (other servers may share them), watched.
+    watch = None
+    copy: fresh_reads.SharedCopy
+    if shared is None:
+        copy = watch = DirectoryWatch(registry, backend.lexicon, settings.state_sync_interval_s)
+    else:
+        copy = shared
+    app.state.polyvox = AppState(
+        settings=settings,
+        backend=backend,
+        metrics=metrics,
+        keyring=KeyRing.from_settings(settings),
+        lifecycle=lifecycle,
+        voices=registry,
+        service=SpeechService(backend, settings, metrics, registry, cache_store, lifecycle),
+        supervisor=BackendSupervisor(backend, lifecycle, metrics),
+        shared=shared,
+        directory_watch=watch,
     )
-    app.state.supervisor = BackendSupervisor(backend, app.state.lifecycle, metrics)
-    metrics.registry.register(VoiceCollector(app.state.voices, backend))
+    metrics.registry.register(VoiceCollector(registry, backend))
     metrics.registry.register(BatchingStatsCollector(backend))
-    app.state.backend_failure = None
-    app.state.freezing_voices = False
-    app.state.created = int(time.time())
     install_error_handlers(app)
     quiet_cut_streams()  # a stream cut by its deadline is an answered outcome, not an app error
     voices.install_voice_errors(app)
@@ -138,8 +151,8 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     # Every path needs an API key when keys are configured (but auth.OPEN_PATHS), checked before routing;
     # the metrics middleware, outside it and the body deadline, counts the refusals and the 408s too; the
     # request id, outermost, names every answer and log line.
-    state_url.install(app)  # with state_url, the guard (inside auth)
-    fresh_reads.install(app)  # reads see what any server sharing the state wrote (inside auth)
+    state_url.install(app, shared, metrics)  # with state_url, the guard (inside auth)
+    fresh_reads.install(app, copy)  # reads see what any server sharing the state wrote (inside auth)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)

@@ -26,6 +26,7 @@ from pathlib import Path
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError, error_response
 from polyvox.settings import Settings
 
@@ -131,9 +132,9 @@ def authorize(request: HTTPConnection) -> None:
     if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
         return
     method = request.scope.get("method", "GET")  # a WebSocket handshake has none
-    if request.app.state.settings.public_model_list and is_public_list(method, path):
+    if app_state(request.app).settings.public_model_list and is_public_list(method, path):
         return
-    ring: KeyRing = request.app.state.keyring
+    ring = app_state(request.app).keyring
     if ring.open:
         return
     token = _bearer(request)
@@ -161,9 +162,8 @@ class AuthMiddleware:
             try:
                 authorize(HTTPConnection(scope))
             except APIError as refusal:
-                metrics = getattr(scope["app"].state, "metrics", None)
-                if metrics is not None:
-                    metrics.errors.labels(type=refusal.code or refusal.type).inc()
+                metrics = app_state(scope["app"]).metrics
+                metrics.errors.labels(type=refusal.code or refusal.type).inc()
                 await error_response(refusal)(scope, receive, send)
                 return
         await self.app(scope, receive, send)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from polyvox.backends.base import Backend
+from polyvox.server.app_state import app_state
 from polyvox.server.deps import get_service
 from polyvox.server.errors import APIError
 from polyvox.server.protocol import ModelCard, ModelList, WebUIModel, WebUIModelList
@@ -37,7 +38,7 @@ def check_model(model: str, backend: Backend, accept_any: bool) -> None:
 
 
 def _models(request: Request, service: SpeechService) -> list[ModelCard]:
-    created = request.app.state.created
+    created = app_state(request.app).created
     return [ModelCard(id=name, created=created) for name in served_model_ids(service.backend)]
 
 

@@ -21,6 +21,7 @@ from starlette.responses import Response
 
 from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded
 from polyvox.logs import current_request_id
+from polyvox.server.app_state import app_state
 
 log = logging.getLogger(__name__)
 
@@ -142,9 +143,7 @@ def install_error_handlers(app: FastAPI) -> None:
     """Route every exception the app can raise to an OpenAI-shaped JSON answer."""
 
     def count(request: Request, error: APIError) -> None:
-        metrics = getattr(request.app.state, "metrics", None)
-        if metrics is not None:
-            metrics.errors.labels(type=error.code or error.type).inc()
+        app_state(request.app).metrics.errors.labels(type=error.code or error.type).inc()
 
     async def on_api_error(request: Request, exc: APIError) -> JSONResponse:
         count(request, exc)

@@ -11,7 +11,6 @@ import logging
 import threading
 
 import anyio
-from fastapi import FastAPI
 
 from polyvox.text.lexicon import Lexicon, LexiconError
 from polyvox.voices.registry import VoiceRegistry
@@ -65,16 +64,3 @@ class DirectoryWatch:
     def _run(self) -> None:
         while not self._stopping.wait(self.interval_s):
             self.check_once()
-
-
-def start(app: FastAPI) -> None:
-    """Start the watch `fresh_reads.install` made, unless `state_url` keeps the copies in step."""
-    watch: DirectoryWatch | None = app.state.directory_watch
-    if watch is not None:
-        watch.start()
-
-
-async def stop(app: FastAPI) -> None:
-    watch: DirectoryWatch | None = app.state.directory_watch
-    if watch is not None:
-        await anyio.to_thread.run_sync(watch.stop)

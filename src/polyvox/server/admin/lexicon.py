@@ -18,6 +18,7 @@ import anyio
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
+from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError
 from polyvox.text.lexicon import Lexicon, LexiconEntry, LexiconError, shown_term
 
@@ -47,7 +48,7 @@ class LexiconDeleted(BaseModel):
 
 
 def _lexicon(request: Request) -> Lexicon:
-    lexicon: Lexicon | None = request.app.state.lexicon
+    lexicon: Lexicon | None = app_state(request.app).lexicon
     if lexicon is None:
         raise APIError(404, "this server's engine has no text front end, so no lexicon", code="not_found")
     return lexicon
@@ -66,7 +67,7 @@ async def _edit(request: Request, change: Callable[[Lexicon], T]) -> T:
     """`change` applied and saved. With `state_url`, state/lexicon_sync merges the servers' edits;
     without it, other servers may share the file: edit it under its lock (`Lexicon.editing`)."""
     lexicon = _lexicon(request)
-    sharing_file = request.app.state.shared is None
+    sharing_file = app_state(request.app).shared is None
 
     def edit() -> T:
         with lexicon.editing() if sharing_file else contextlib.nullcontext():

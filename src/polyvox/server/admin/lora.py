@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from polyvox.backends.base import AdapterInfo, Backend
 from polyvox.backends.errors import BackendError, BackendInputError
+from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError
 from polyvox.voices.store import NAME_PATTERN
 
@@ -46,7 +47,7 @@ class AdapterUnloaded(BaseModel):
 
 
 def _backend(request: Request) -> Backend:
-    backend: Backend = request.app.state.backend
+    backend: Backend = app_state(request.app).backend
     if not backend.info.capabilities.lora:
         raise APIError(
             404,
@@ -61,7 +62,7 @@ def _changeable(request: Request) -> Backend:
     """The back end, where adapters may change at run time: not behind several API processes, each of
     which keeps its own list of what the ranks hold (and a restarted rank loads only those named at start)."""
     backend = _backend(request)
-    if request.app.state.settings.api_server_count > 1:
+    if app_state(request.app).settings.api_server_count > 1:
         raise APIError(
             409,
             "adapters cannot be loaded or unloaded at run time with api_server_count > 1: name them at "
@@ -82,8 +83,8 @@ async def list_adapters(request: Request) -> AdapterList:
 async def load_adapter(item: AdapterLoad, request: Request) -> AdapterItem:
     """Load adapter `name` from `path` on every engine rank, replacing one of that name."""
     backend = _changeable(request)
-    voices = request.app.state.voices
-    if voices is not None and (voices.is_reserved(item.name) or voices.is_stored(item.name)):
+    voices = app_state(request.app).voices
+    if voices.is_reserved(item.name) or voices.is_stored(item.name):
         raise APIError(409, f"{item.name!r} is already a voice's name", param="name", code="voice_conflict")
     try:
         return AdapterItem.of(await backend.load_adapter(item.name, item.path))

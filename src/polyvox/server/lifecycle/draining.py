@@ -26,6 +26,8 @@ from typing import Any
 
 import uvicorn
 
+from polyvox.server.app_state import app_state
+
 log = logging.getLogger(__name__)
 
 
@@ -83,12 +85,13 @@ class DrainingServer(uvicorn.Server):
     def serving(cls, app: Any, config: uvicorn.Config, repeat_sigterm_stops: bool = True) -> DrainingServer:
         """The server for a polyvox app (`create_app`'s): its drain flag, in-flight requests, grace period
         and engine start-up failure."""
+        state = app_state(app)
         return cls(
             config,
-            app.state.lifecycle,
-            busy=app.state.service.busy,
-            grace_s=app.state.settings.shutdown_grace_s,
-            failure=lambda: app.state.backend_failure,
+            state.lifecycle,
+            busy=state.service.busy,
+            grace_s=state.settings.shutdown_grace_s,
+            failure=lambda: state.backend_failure,
             repeat_sigterm_stops=repeat_sigterm_stops,
         )
 

@@ -24,7 +24,6 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from polyvox.server.lifecycle.state_url import GUARDED_PREFIXES, READ_METHODS
-from polyvox.voices.directory_watch import DirectoryWatch
 
 log = logging.getLogger(__name__)
 
@@ -41,15 +40,10 @@ class SharedCopy(Protocol):
     async def publish(self) -> None: ...
 
 
-def install(app: FastAPI) -> None:
-    """After `state_url.install`: the copy is Redis' (`app.state.shared`) or, without `state_url`, the
-    voices directory and lexicon file this server may share (a `DirectoryWatch`, started with the
+def install(app: FastAPI, copy: SharedCopy) -> None:
+    """After `state_url.install`: the copy is Redis' (`AppState.shared`) or, without `state_url`, the
+    voices directory and lexicon file this server may share (`AppState.directory_watch`, started with the
     lifespan)."""
-    copy: SharedCopy | None = app.state.shared
-    app.state.directory_watch = None
-    if copy is None:
-        interval_s = app.state.settings.state_sync_interval_s
-        copy = app.state.directory_watch = DirectoryWatch(app.state.voices, app.state.lexicon, interval_s)
     app.add_middleware(FreshReads, copy=copy)
 
 

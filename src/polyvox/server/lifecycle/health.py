@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from polyvox.backends.base import Backend
+from polyvox.server.app_state import app_state
 from polyvox.server.deps import get_backend, get_metrics
 from polyvox.server.errors import APIError
 from polyvox.server.metrics import Metrics
@@ -33,13 +34,13 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
     down (restarting) when some are, 503 when none is. 200 "degraded" with `voices_problem` while
     `voices.json` cannot be read: the voices read before it broke keep serving, so the server stays in
     service (a typo in a file several servers share must not take them all out), and says why here."""
-    if request.app.state.lifecycle.draining:
+    state = app_state(request.app)
+    if state.lifecycle.draining:
         raise APIError(503, "the server is shutting down", code="shutting_down")
     if not backend.ready:
-        failure = getattr(request.app.state, "backend_failure", None)
-        if failure:
+        if failure := state.backend_failure:
             raise APIError(503, f"the engine failed to start: {failure}", code="engine_failed")
-        if request.app.state.supervisor.restarting:
+        if state.supervisor.restarting:
             raise APIError(
                 503,
                 "the engine is restarting after a failure",
@@ -49,7 +50,7 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
         current = STAGES.current
         starting = f"the engine is still starting: {current}" if current else "the engine is still starting"
         raise APIError(503, starting, code="engine_not_ready", headers={"Retry-After": "5"})
-    if request.app.state.freezing_voices:  # freeze_voices_at_start: the engine serves, not yet ready
+    if state.freezing_voices:  # freeze_voices_at_start: the engine serves, not yet ready
         raise APIError(
             503,
             f"the server is still starting: {STAGES.current or FREEZE_STAGE}",
@@ -57,10 +58,10 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
             headers={"Retry-After": "5"},
         )
     answer: dict[str, Any] = {"status": "ready", "engine": backend.info.name, "model": backend.info.model_id}
-    down = [rank for rank, state in enumerate(backend.engine_ranks()) if not state.up]
+    down = [number for number, rank in enumerate(backend.engine_ranks()) if not rank.up]
     if down:  # some data-parallel ranks are restarting; the others serve
         answer.update(status="degraded", ranks_down=down)
-    if (problem := request.app.state.voices.problem) is not None:
+    if (problem := state.voices.problem) is not None:
         answer.update(status="degraded", voices_problem=problem)
     return answer
 

@@ -25,8 +25,9 @@ from polyvox.settings import Settings
 from polyvox.startup import StartupError
 
 if TYPE_CHECKING:
+    from polyvox.server.app_state import AppState
+    from polyvox.server.metrics import Metrics
     from polyvox.state.replica_sync import ReplicaSync
-    from polyvox.voices.registry import VoiceRegistry
 
 REDIS_MISSING = (
     "state_url is set, but the redis package is not installed: pip install 'polyvox[redis]' "
@@ -52,23 +53,22 @@ def connect(settings: Settings) -> ReplicaSync | None:
     return ReplicaSync(StateConnection(settings.state_url), settings.state_sync_interval_s)
 
 
-def install(app: FastAPI) -> None:
-    """With `state_url` set (`app.state.shared`, made by `connect`): its metrics and the guard. Call
-    before the auth middleware is added, so the guard runs after auth."""
-    shared: ReplicaSync | None = app.state.shared
+def install(app: FastAPI, shared: ReplicaSync | None, metrics: Metrics) -> None:
+    """With `state_url` set (`shared`, made by `connect`): its metrics and the guard. Call before the
+    auth middleware is added, so the guard runs after auth."""
     if shared is None:
         return
     from polyvox.state.connection import StateCollector
 
-    app.state.metrics.registry.register(StateCollector(shared.connection))
+    metrics.registry.register(StateCollector(shared.connection))
     app.add_middleware(StateGuard, shared=shared)
 
 
-async def start(app: FastAPI) -> None:
-    shared: ReplicaSync | None = app.state.shared
+async def start(state: AppState) -> None:
+    shared = state.shared
     if shared is not None:
         shared.connection.open_async()  # on the loop that serves the requests catching up through it
-        registry: VoiceRegistry = app.state.voices
+        registry = state.voices
 
         def voices_synced(changed: bool) -> None:
             # The directory may be shared by sibling API processes too (api_server_count), whose changes
@@ -78,11 +78,11 @@ async def start(app: FastAPI) -> None:
             else:
                 registry.refresh()
 
-        await anyio.to_thread.run_sync(shared.start, registry.store, voices_synced, app.state.lexicon)
+        await anyio.to_thread.run_sync(shared.start, registry.store, voices_synced, state.lexicon)
 
 
-async def stop(app: FastAPI) -> None:
-    shared: ReplicaSync | None = app.state.shared
+async def stop(state: AppState) -> None:
+    shared = state.shared
     if shared is not None:
         await anyio.to_thread.run_sync(shared.stop)
         await shared.connection.aclose()

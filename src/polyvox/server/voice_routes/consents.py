@@ -13,6 +13,7 @@ import anyio
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.datastructures import UploadFile
 
+from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError
 from polyvox.server.protocol import VoiceConsent, VoiceConsentDeleted, VoiceConsentList
 from polyvox.server.voice_routes.fields import read_fields
@@ -35,7 +36,7 @@ def _consent(record: ConsentRecord) -> VoiceConsent:
 async def create_consent(request: Request, registry: VoiceRegistry = Depends(get_registry)) -> VoiceConsent:
     """Store the speaker's consent recording (checked like any clip) under a new id `cons_...`."""
     consents = registry.consent_store()
-    fields = await read_fields(request, request.app.state.settings.max_request_bytes)
+    fields = await read_fields(request, app_state(request.app).settings.max_request_bytes)
     name = check_text(fields.get("name"), "name")
     language = check_language(fields.get("language"))
     upload = fields.get("recording")
@@ -73,7 +74,7 @@ async def update_consent(
     consent_id: str, request: Request, registry: VoiceRegistry = Depends(get_registry)
 ) -> VoiceConsent:
     """Rename a consent (its only changeable field; the recording stays as it was)."""
-    fields = await read_fields(request, request.app.state.settings.max_request_bytes)
+    fields = await read_fields(request, app_state(request.app).settings.max_request_bytes)
     name = check_text(fields.get("name"), "name")
     return _consent(await anyio.to_thread.run_sync(registry.consent_store().rename, consent_id, name))
 

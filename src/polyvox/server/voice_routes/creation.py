@@ -17,6 +17,7 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 
 from polyvox.backends.errors import BackendError
+from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.protocol import REF_TEXT_FIELDS
 from polyvox.server.speech.admission import Overloaded
@@ -87,7 +88,9 @@ async def _from_sample(
         raise RequestValidationError(exc.errors()) from exc
     data = await upload.read()
     try:
-        return await registry.add(name, data, upload.filename or "", entry, request.app.state.backend, param)
+        return await registry.add(
+            name, data, upload.filename or "", entry, app_state(request.app).backend, param
+        )
     except BackendError as exc:  # the engine that checks a clip against its model is not up
         raise APIError(
             503,
@@ -104,8 +107,8 @@ async def _from_prompt(
     prompt = check_text(fields.get("prompt"), "prompt", MAX_PROMPT_CHARS, multiline=True)
     script = fields.get("script_hint")
     script = None if script is None else check_text(script, "script_hint", MAX_SCRIPT_CHARS, multiline=True)
-    service = request.app.state.service
-    backend = request.app.state.backend
+    service = app_state(request.app).service
+    backend = app_state(request.app).backend
     if not stores_designed_voices(backend.info):
         return await registry.design(name, prompt, script, backend)  # a 422 before any work
     with service.accept():  # 503 while draining; in flight (a drain waits for it) from here
@@ -116,7 +119,7 @@ async def _from_prompt(
                 code="engine_not_ready",
                 headers={"Retry-After": "5"},
             )
-        timeout_s = request.app.state.settings.request_timeout_s
+        timeout_s = app_state(request.app).settings.request_timeout_s
         admitted = False
         try:
             async with asyncio.timeout(timeout_s):

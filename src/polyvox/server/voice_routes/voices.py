@@ -18,6 +18,7 @@ import anyio
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError, error_response
 from polyvox.server.protocol import (
     VoiceCard,
@@ -68,19 +69,16 @@ def install_voice_errors(app: FastAPI) -> None:
 
     async def on_voice_error(request: Request, exc: VoiceError) -> JSONResponse:
         error = voice_api_error(exc)
-        metrics = getattr(request.app.state, "metrics", None)
-        if metrics is not None:
-            metrics.errors.labels(type=error.code or error.type).inc()
+        app_state(request.app).metrics.errors.labels(type=error.code or error.type).inc()
         return error_response(error)
 
     app.add_exception_handler(VoiceError, on_voice_error)  # type: ignore[arg-type]  # typed for Exception
 
 
-async def load_voices(app: FastAPI) -> None:
+async def load_voices(registry: VoiceRegistry) -> None:
     """At start: sweep what interrupted writes left, then load the registered voices. `create_app` has
     checked `voices.json` already; one broken since is logged once by the registry and named by
     `/ready` (`VoiceRegistry.problem`)."""
-    registry: VoiceRegistry = app.state.voices
     try:
         removed = await anyio.to_thread.run_sync(registry.sweep)
         if removed:
@@ -96,13 +94,13 @@ async def load_voices(app: FastAPI) -> None:
 
 
 def get_registry(request: Request) -> VoiceRegistry:
-    return request.app.state.voices
+    return app_state(request.app).voices
 
 
 async def get_fresh_registry(request: Request) -> VoiceRegistry:
     """The registry, first brought up to date when another server sharing the voices directory changed
     `voices.json` (otherwise one stat, off the event loop)."""
-    registry: VoiceRegistry = request.app.state.voices
+    registry = app_state(request.app).voices
     await anyio.to_thread.run_sync(registry.refresh)
     return registry
 
@@ -111,13 +109,13 @@ async def get_fresh_registry(request: Request) -> VoiceRegistry:
 async def list_voices_webui(
     request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
 ) -> WebUIVoiceList:
-    infos = registry.infos(request.app.state.backend)
+    infos = registry.infos(app_state(request.app).backend)
     return WebUIVoiceList(voices=[WebUIVoice(id=i.id, name=i.name) for i in infos])
 
 
 @router.get("/v1/voices", response_model=VoiceList)
 async def list_voices(request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)) -> VoiceList:
-    infos = registry.infos(request.app.state.backend)
+    infos = registry.infos(app_state(request.app).backend)
     cards = [VoiceCard(id=i.id, name=i.name, source=i.source) for i in infos]
     return VoiceList(data=cards, default="alloy")
 
@@ -126,14 +124,14 @@ async def list_voices(request: Request, registry: VoiceRegistry = Depends(get_fr
 async def get_voice(
     voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
 ) -> VoiceDetail:
-    return registry.info(voice_id, request.app.state.backend)
+    return registry.info(voice_id, app_state(request.app).backend)
 
 
 @router.post("/v1/audio/voices", response_model=VoiceDetail, status_code=201)
 async def create_voice(request: Request, registry: VoiceRegistry = Depends(get_registry)) -> JSONResponse:
     """Create a voice from an audio sample (1-60 s of speech by default, citing the speaker's consent)
     or from a text prompt; a name that is a voice id again replaces that voice (200)."""
-    fields = await read_fields(request, request.app.state.settings.max_request_bytes)
+    fields = await read_fields(request, app_state(request.app).settings.max_request_bytes)
     info, replaced = await create_from_fields(request, registry, fields)
     return JSONResponse(info.model_dump(), status_code=200 if replaced else 201)
 
@@ -143,7 +141,7 @@ async def rename_voice(
     voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
 ) -> VoiceDetail:
     """Change a stored voice's display `name` (JSON or form); its id, clip and prompt hash stay."""
-    fields = await read_fields(request, request.app.state.settings.max_request_bytes)
+    fields = await read_fields(request, app_state(request.app).settings.max_request_bytes)
     return await anyio.to_thread.run_sync(registry.rename, voice_id, fields.get("name"))
 
 

@@ -17,6 +17,7 @@ import contextlib
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
+from polyvox.server.app_state import app_state
 from polyvox.server.websocket.session import SpeechSession
 
 router = APIRouter(tags=["speech"])
@@ -31,6 +32,6 @@ async def speech_socket(websocket: WebSocket) -> None:
     # A browser that offered subprotocols (its key rides on one, see auth.websocket_key) needs one
     # chosen in the answer, or it drops the connection; the key's own is never echoed.
     chosen = BROWSER_SUBPROTOCOL if BROWSER_SUBPROTOCOL in offered else None
-    session = SpeechSession(websocket, websocket.app.state.service, subprotocol=chosen)
+    session = SpeechSession(websocket, app_state(websocket.app).service, subprotocol=chosen)
     with contextlib.suppress(WebSocketDisconnect):
         await session.run()

@@ -1,0 +1,52 @@
+"""`AppState`: everything a polyvox app is built with, typed, in one object. `create_app` makes it once
+and keeps it as `app.state.polyvox`; the rest of the server reads it through `app_state(app)` (or the
+`deps.get_state` dependency), never by probing `app.state` for attributes."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from polyvox.backends.base import Backend
+    from polyvox.server.auth import KeyRing
+    from polyvox.server.lifecycle.draining import Lifecycle
+    from polyvox.server.lifecycle.supervisor import BackendSupervisor
+    from polyvox.server.metrics import Metrics
+    from polyvox.server.speech.synthesis import SpeechService
+    from polyvox.settings import Settings
+    from polyvox.state.replica_sync import ReplicaSync
+    from polyvox.text.lexicon import Lexicon
+    from polyvox.voices.directory_watch import DirectoryWatch
+    from polyvox.voices.registry import VoiceRegistry
+
+
+@dataclass
+class AppState:
+    """One app's settings and the objects made of them; the last two fields change as it runs."""
+
+    settings: Settings
+    backend: Backend
+    metrics: Metrics
+    keyring: KeyRing
+    lifecycle: Lifecycle  # the drain
+    voices: VoiceRegistry
+    service: SpeechService
+    supervisor: BackendSupervisor
+    shared: ReplicaSync | None  # with `state_url`: this replica's sync with Redis
+    directory_watch: DirectoryWatch | None  # without it: the voices directory and lexicon file watched
+    created: int = field(default_factory=lambda: int(time.time()))  # /v1/models' `created`
+    backend_failure: str | None = None  # why the engine failed its first start
+    freezing_voices: bool = False  # `freeze_voices_at_start` running: /ready waits for it
+
+    @property
+    def lexicon(self) -> Lexicon | None:
+        """The pronunciation lexicon of the back end's text front end, if it has one."""
+        return self.backend.lexicon
+
+
+def app_state(app: Any) -> AppState:
+    """The state `create_app` gave `app` (a Starlette app: `request.app`, `scope["app"]`)."""
+    state: AppState = app.state.polyvox
+    return state
