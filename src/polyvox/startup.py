@@ -21,8 +21,9 @@ class StartupError(Exception):
 
 
 class StartupStages:
-    """The stages running now, innermost last. Process-wide because the stages run in worker threads
-    deep below the server (weights load in the back end, compiling in the batching core)."""
+    """This process's stages running now, innermost last. Process-wide because the stages run in worker
+    threads deep below the server (weights load in the back end, compiling in the batching core). An
+    engine process has its own, and tells its clients its current one (`EngineRank.stage`)."""
 
     def __init__(self) -> None:
         self._running: list[str] = []
@@ -48,16 +49,6 @@ class StartupStages:
             log.info("start-up: %s done in %.1f s", name, time.perf_counter() - started)
         finally:
             with self._lock:
-                self._running.remove(name)
-
-    def show(self, name: str) -> None:
-        """Name a stage that runs elsewhere (an engine process, which logs it itself) until `hide`."""
-        with self._lock:
-            self._running.append(name)
-
-    def hide(self, name: str) -> None:
-        with self._lock:
-            if name in self._running:
                 self._running.remove(name)
 
 

@@ -100,7 +100,7 @@ class EngineClient(EngineLink):
         try:
             ready = await self._greeting
         finally:
-            self._show_stage(None)
+            self.stage = None
         if isinstance(ready, m.StartFailed):
             await self._reap()
             raise EngineStartFailed(ready.message)
@@ -154,7 +154,7 @@ class EngineClient(EngineLink):
             self._socket.close(linger=0)
             self._socket = None
         self._fail_all(EngineDied(f"engine rank {self.rank} stopped"))
-        self._show_stage(None)
+        self.stage = None
 
     async def _watch(self, process: BaseProcess, exited: asyncio.Future) -> None:
         await exited

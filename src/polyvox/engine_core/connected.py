@@ -55,12 +55,12 @@ class ConnectedEngineClient(EngineLink):
         if isinstance(message, m.Ready):
             self.handshake = message
             self.restarts = message.restarts
-            self._show_stage(None)
+            self.stage = None
             self._first_ready.set()
             log.info("engine rank %d is serving (pid %d, %s)", self.rank, message.pid, message.device)
         else:
             self.handshake = None
-            self._show_stage(None)
+            self.stage = None
 
     async def start(self) -> None:
         """Connect (the engine may not be listening yet) and keep the connection in step with it."""
@@ -118,4 +118,4 @@ class ConnectedEngineClient(EngineLink):
         self._socket = None
         self.held = self._unreported = 0
         self._fail_all(error)
-        self._show_stage(None)
+        self.stage = None

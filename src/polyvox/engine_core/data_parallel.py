@@ -131,6 +131,7 @@ class DataParallelEngine:
                 router.by_affinity[rank],
                 router.by_load[rank],
                 dict(router.rerouted[rank]),
+                c.stage,
             )
             for rank, c in enumerate(self.clients)
         ]

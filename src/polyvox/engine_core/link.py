@@ -1,6 +1,6 @@
 """`EngineLink`: what every client of an engine process does on its socket, whoever started the process:
-hand each request's patches to that request's own queue, answer control calls, mirror the engine's
-start-up stage, keep its counters, and fail the requests it held when it goes away (`EngineDied`: the
+hand each request's patches to that request's own queue, answer control calls, keep the engine's
+start-up stage as it says it (`stage`, which `/ready` names), keep its counters, and fail the requests it held when it goes away (`EngineDied`: the
 `DataParallelEngine` sends again those of them that had no audio yet). `EngineClient`
 (engine_core/client.py) also spawns and restarts the process; `ConnectedEngineClient` (connected.py) only
 connects to one a launcher owns."""
@@ -22,7 +22,6 @@ from polyvox.batching.stats import BatchingStats
 from polyvox.engine_core import messages as m
 from polyvox.engine_core.request import EngineRequest
 from polyvox.engine_core.stats import PromptCacheStats
-from polyvox.startup import STAGES
 
 
 class EngineDied(EngineError):
@@ -51,7 +50,7 @@ class EngineLink:
         self._keys = itertools.count()
         self._calls: dict[int, asyncio.Future] = {}
         self._greeting: asyncio.Future | None = None
-        self._stage: str | None = None
+        self.stage: str | None = None  # the engine's start-up stage, as it last said (None: serving)
 
     # ------------------------------------------------------------------ state
 
@@ -166,7 +165,7 @@ class EngineLink:
                 if sink is not None:
                     sink.put_nowait(_error_of(message))
             elif isinstance(message, m.Stage):
-                self._show_stage(message.name)
+                self.stage = message.name
             elif isinstance(message, m.Ready | m.StartFailed):
                 self._greeted(message)
             elif isinstance(message, m.ControlReply):
@@ -183,15 +182,6 @@ class EngineLink:
     def _greeted(self, message: m.Ready | m.StartFailed) -> None:
         if self._greeting is not None and not self._greeting.done():
             self._greeting.set_result(message)
-
-    def _show_stage(self, name: str | None) -> None:
-        """Mirror the engine's start-up stage into this process's, so `/ready` names it as the engine's
-        log line does."""
-        if self._stage is not None:
-            STAGES.hide(self._stage)
-        self._stage = name
-        if self._stage is not None:
-            STAGES.show(self._stage)
 
     def _fail_all(self, error: BaseException) -> None:
         requests, self._requests = self._requests, {}

@@ -31,6 +31,9 @@ class EngineRank:
     routed_by_affinity: int = 0
     routed_by_load: int = 0
     rerouted: Mapping[str, int] = field(default_factory=dict)
+    # The start-up stage an engine process said it is in while it starts (None once it serves). An engine
+    # in this process names its stages in this process's `startup.STAGES` itself.
+    stage: str | None = None
 
 
 def combined_stats(ranks: list[BatchingStats | None]) -> BatchingStats | None:

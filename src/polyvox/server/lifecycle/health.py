@@ -47,7 +47,8 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
                 code="engine_restarting",
                 headers={"Retry-After": "5"},
             )
-        current = STAGES.current
+        # an engine process's stage (it said which), else one running here (an engine in this process)
+        current = next((rank.stage for rank in backend.engine_ranks() if rank.stage), None) or STAGES.current
         starting = f"the engine is still starting: {current}" if current else "the engine is still starting"
         raise APIError(503, starting, code="engine_not_ready", headers={"Retry-After": "5"})
     if state.freezing_voices:  # freeze_voices_at_start: the engine serves, not yet ready
