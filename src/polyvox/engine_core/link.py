@@ -1,9 +1,9 @@
 """`EngineLink`: what every client of an engine process does on its socket, whoever started the process:
 hand each request's patches to that request's own queue, answer control calls, keep the engine's
-start-up stage as it says it (`stage`, which `/ready` names), keep its counters, and fail the requests it held when it goes away (`EngineDied`: the
-`DataParallelEngine` sends again those of them that had no audio yet). `EngineClient`
-(engine_core/client.py) also spawns and restarts the process; `ConnectedEngineClient` (connected.py) only
-connects to one a launcher owns."""
+start-up stage as it says it (`stage`, which `/ready` names), keep its counters, and fail the requests
+it held when it goes away (`EngineDied`: the `DataParallelEngine` sends again those of them that had no
+audio yet). `EngineClient` (engine_core/client.py) also spawns and restarts the process;
+`ConnectedEngineClient` (connected.py) only connects to one a launcher owns."""
 
 from __future__ import annotations
 
