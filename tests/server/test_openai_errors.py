@@ -6,6 +6,7 @@ an unknown `model` is a 404 `model_not_found` unless the server accepts any mode
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 
 import httpx
@@ -93,10 +94,14 @@ def test_a_lone_surrogate_in_any_string_field_is_a_400_naming_it(server, body: s
     assert_still_serving(url)
 
 
-@pytest.mark.parametrize("depth", [1_500, 100_000])
+@pytest.mark.parametrize("depth", ["just past", 100_000])
 @pytest.mark.parametrize("where", ["top level", "inside a field"])
-def test_json_nested_past_the_parsers_depth_is_invalid_json(server, depth: int, where: str) -> None:
+def test_json_nested_past_the_parsers_depth_is_invalid_json(server, depth: int | str, where: str) -> None:
     url, _ = server
+    if depth == "just past":
+        # The parser's depth is the interpreter's recursion limit, which a library imported by an earlier test
+        # in this process may have raised (torch._dynamo does): go just past whatever it is now.
+        depth = sys.getrecursionlimit() + 500
     nested = b"[" * depth + b"]" * depth
     body = nested if where == "top level" else b'{"input": "hi", "extra": ' + nested + b"}"
     response = post_raw(url, body)
