@@ -32,6 +32,7 @@ class Rank:
         self.up, self.load, self.hold, self.before_death = up, load, hold, before_death
         self.patches = 3
         self.stats, self.restarts = None, 0
+        self.stage: str | None = None  # serving (no start-up stage to name)
         self.sent: list[EngineRequest] = []
         self._serving = asyncio.Event()
         self._death = asyncio.Event()
