@@ -18,6 +18,7 @@ from helpers.metrics import scrape, value
 from helpers.server import running_server
 from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
+from polyvox.server.app_state import app_state
 from polyvox.settings import Settings
 
 SPEECH = "/v1/audio/speech"
@@ -264,7 +265,7 @@ def test_control_characters_in_input_are_spoken_as_spaces(embedded_url) -> None:
 def test_waiting_in_the_queue_past_the_deadline_is_504() -> None:
     backend = FakeBackend()
     app = create_app(Settings(max_concurrent_requests=1, max_queue=4, request_timeout_s=1.0), backend)
-    admission = app.state.service.admission
+    admission = app_state(app).service.admission
     with running_server(app) as url:
         admission.running = 1  # the one slot is held, as by a stream whose client stopped reading
         queued = httpx.post(f"{url}{SPEECH}", json={"input": "queued"}, timeout=30)
