@@ -5,8 +5,8 @@ spread over both processes, a LoRA adapter named at start
 (fixed: /admin/lora cannot change it); kill -9 of an API process (the
 other serves on and it is replaced) and of an engine rank (the requests it held with no audio yet are
 sent to the other rank by whichever API process held them; both follow its restart); SIGTERM drains
-both API processes and both ranks and leaves no process. The tests share one server and run in file
-order: the last one stops it.
+both API processes (the idle one answering 503 until the other is done) and both ranks and leaves no
+process. The tests share one server and run in file order: the last one stops it.
 
 With the embedded voice (no engine ranks) each API process runs its own; an API process that cannot
 start (a malformed lexicon file) stops the launcher with a message."""
@@ -14,6 +14,7 @@ start (a malformed lexicon file) stops the launcher with a message."""
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import signal
 import socket
 import subprocess
@@ -200,16 +201,8 @@ def test_kill_9_of_an_api_process_is_replaced_while_the_other_serves_on(server):
     victim, survivor = api_pids(proc.pid)
     served = value(scrape(url), "polyvox_requests_total", **SPEECH_OK)
     kill9(victim)
-    for n in range(4):
-        answer = speak(url, f"Still here {n}.")
-        if answer.status_code == 503:
-            # Known gap (issue #24): a connection the kernel dealt to the dead process's socket waits for
-            # its replacement, which accepts before its engine link is up and answers 503 engine_not_ready
-            # with Retry-After, as any server still warming does. The client's retry is served.
-            assert answer.json()["error"]["code"] == "engine_not_ready" and answer.headers["Retry-After"]
-            wait_until(lambda: every_process_ready(url, api_pids(proc.pid)), "both ready")
-            answer = speak(url, f"Still here {n}.")
-        assert answer.status_code == 200
+    for n in range(4):  # one the kernel deals the dead process's socket waits for its replacement's engine
+        assert speak(url, f"Still here {n}.").status_code == 200
     wait_until(lambda: len(api_pids(proc.pid)) == 2, "the launcher starts a new API process")
     assert survivor in api_pids(proc.pid) and victim not in api_pids(proc.pid)
     wait_until(lambda: every_process_ready(url, api_pids(proc.pid)), "both ready")
@@ -218,6 +211,55 @@ def test_kill_9_of_an_api_process_is_replaced_while_the_other_serves_on(server):
     samples = scrape(url)
     assert value(samples, "polyvox_requests_total", **SPEECH_OK) >= served + 5
     assert value(samples, "polyvox_requests_in_flight") == 0
+
+
+FROZEN_S = 6.0
+
+
+def test_a_restarted_api_process_accepts_only_once_its_engine_is_ready(server):
+    """A connection the kernel deals a dead API process's socket waits for its replacement, which takes
+    it only once its engine links are up: it is served, not answered 503 engine_not_ready. Both ranks
+    are frozen (SIGSTOP) through the restart, so the replacement's engine cannot be ready before they
+    go on: for FROZEN_S the request gets no answer at all (the replacement, started in about 1.5 s here,
+    would have answered 503 in that time), then it is served."""
+    proc, url = server
+    victim, survivor = api_pids(proc.pid)
+    ranks = [engine_pid_of_rank(proc.pid, rank) for rank in range(2)]
+    for pid in ranks:
+        freeze(pid)
+    try:
+        kill9(victim)
+        wait_until(lambda: len(api_pids(proc.pid)) == 2, "the launcher starts a new API process")
+        replacement = next(pid for pid in api_pids(proc.pid) if pid != survivor)
+        waiting = connection_to_socket_of(url, replacement, survivor)
+        body = b'{"input": "Waited for.", "voice": "alloy", "response_format": "pcm"}'
+        waiting.sendall(
+            b"POST /v1/audio/speech HTTP/1.1\r\nHost: polyvox\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        waiting.settimeout(FROZEN_S)
+        with pytest.raises(TimeoutError):
+            waiting.recv(1)
+    finally:
+        for pid in ranks:
+            os.kill(pid, signal.SIGCONT)
+    waiting.settimeout(120)
+    with waiting:
+        assert waiting.makefile("rb").readline().startswith(b"HTTP/1.1 200 ")
+    wait_until(lambda: every_process_ready(url, api_pids(proc.pid)), "both ready")
+
+
+def connection_to_socket_of(url: str, process: int, other: int) -> socket.socket:
+    """A connection the kernel dealt to `process`'s socket (of two): one `other` has not taken within a
+    second, or one `process` took."""
+    while True:
+        connection = socket.create_connection(address(url))
+        try:
+            if owner_of(connection, [process, other], timeout_s=1.0) == process:
+                return connection
+        except TimeoutError:
+            return connection
+        connection.close()
 
 
 def running(url: str) -> list[float]:
@@ -281,8 +323,10 @@ def test_kill_9_of_an_engine_rank_sends_its_requests_with_no_audio_to_the_other_
 
 
 def test_sigterm_drains_both_api_processes_and_both_ranks_then_nothing_is_left(server):
+    """The API process with nothing in flight keeps its socket and answers 503 until the other has
+    drained too (had it gone at once, the connections the kernel had just dealt it would be reset)."""
     proc, url = server
-    children = engine_pids(proc.pid)
+    children, api = engine_pids(proc.pid), api_pids(proc.pid)
     assert len(children) == 4
     answer: dict[str, httpx.Response] = {}
     thread = threading.Thread(target=lambda: answer.setdefault("long", speak(url, LONG)))
@@ -290,9 +334,10 @@ def test_sigterm_drains_both_api_processes_and_both_ranks_then_nothing_is_left(s
     wait_until(lambda: value(scrape(url), "polyvox_requests_in_flight") == 1, "it is in flight")
     the_one_busy_rank(url)  # and running
     proc.send_signal(signal.SIGTERM)
-    wait_until(lambda: all(httpx.get(f"{url}/ready").status_code == 503 for _ in range(4)), "both drain", 10)
+    wait_until(lambda: set(statuses_by_process(url, api).values()) == {503}, "both drain", 10)
     refused = speak(url, "Too late.")
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
+    assert thread.is_alive() and all(alive(pid) for pid in api)
     thread.join(timeout=120)
     assert answer["long"].status_code == 200 and len(answer["long"].content) > 24000 * 2 * 2
     assert proc.wait(timeout=60) == 0

@@ -70,11 +70,17 @@ class DrainingServer(uvicorn.Server):
         grace_s: float,
         failure: Callable[[], str | None] = lambda: None,
         repeat_sigterm_stops: bool = True,
+        on_drained: Callable[[], bool] = lambda: True,
     ):
         """`repeat_sigterm_stops` off: a second SIGTERM is ignored (an API process behind the launcher,
-        which may get one from a service manager and one from the launcher; SIGINT stops it)."""
+        which may get one from a service manager and one from the launcher; SIGINT stops it).
+        `on_drained` is asked, once drained, whether to stop now (at each tick until it says yes);
+        meanwhile the server keeps its socket and answers 503 (an API process behind the launcher,
+        which stops with the others once all have drained). SIGINT stops it all the same."""
         super().__init__(config)
         self.repeat_sigterm_stops = repeat_sigterm_stops
+        self.on_drained = on_drained
+        self._held = False
         self.lifecycle = lifecycle
         self.busy = busy
         self.grace_s = grace_s
@@ -82,7 +88,13 @@ class DrainingServer(uvicorn.Server):
         self.failure: str | None = None  # why the engine failed to start, once the server stopped for it
 
     @classmethod
-    def serving(cls, app: Any, config: uvicorn.Config, repeat_sigterm_stops: bool = True) -> DrainingServer:
+    def serving(
+        cls,
+        app: Any,
+        config: uvicorn.Config,
+        repeat_sigterm_stops: bool = True,
+        on_drained: Callable[[], bool] = lambda: True,
+    ) -> DrainingServer:
         """The server for a polyvox app (`create_app`'s): its drain flag, in-flight requests, grace period
         and engine start-up failure."""
         state = app_state(app)
@@ -93,6 +105,7 @@ class DrainingServer(uvicorn.Server):
             grace_s=state.settings.shutdown_grace_s,
             failure=lambda: state.backend_failure,
             repeat_sigterm_stops=repeat_sigterm_stops,
+            on_drained=on_drained,
         )
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -107,8 +120,12 @@ class DrainingServer(uvicorn.Server):
 
     async def on_tick(self, counter: int) -> bool:
         if not self.should_exit and self.lifecycle.drained(self.busy):
-            log.info("drained: shutting down")
-            self.should_exit = True
+            if self.on_drained():
+                log.info("drained: shutting down")
+                self.should_exit = True
+            elif not self._held:
+                log.info("drained: answering 503 until the others have drained")
+                self._held = True
         if not self.should_exit and (failure := self.backend_failure()) is not None:
             log.error("the engine failed to start: shutting down")
             self.failure, self.should_exit = failure, True

@@ -1,11 +1,19 @@
 """One API server process behind the launcher: the whole polyvox app (HTTP, text front end, voices,
-cache, encoding, metrics) on the listening socket the launcher shares, its VoxCPM engine ranks reached
-by connecting to the launcher's (`ConnectedEngineClient`). It drains on SIGTERM as `polyvox serve`
-does, and drains and exits when the launcher is gone (killed): the engine ranks serve on until their
-last API process has gone, so what was in flight finishes."""
+cache, encoding, metrics) on the listening socket the launcher hands it, its VoxCPM engine ranks
+reached by connecting to the launcher's (`ConnectedEngineClient`).
+
+- It drains on SIGTERM as `polyvox serve` does, but once drained it answers 503 until every API
+  process has drained and the launcher lets them stop together, so no socket closes while another
+  process still drains.
+- One started again after it died accepts connections only once its engine is ready: those the
+  kernel dealt its socket meanwhile wait for it and are served, not answered 503 while it connects.
+- It drains and exits by itself when the launcher is gone (killed): the engine ranks serve on until
+  their last API process has gone, so what was in flight finishes.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
@@ -13,6 +21,9 @@ import socket
 import sys
 import threading
 import time
+from dataclasses import dataclass
+from multiprocessing.synchronize import Event
+from typing import Any
 
 from polyvox.logs import setup_logging
 from polyvox.settings import Settings
@@ -23,17 +34,32 @@ log = logging.getLogger(__name__)
 EXIT_START_FAILED = 3  # the app could not be built (its log says why): restarting it cannot help
 ORPHAN_POLL_S = 0.5
 ORPHAN_EXIT_S = 15.0  # past the drain, how long an orphan may take to exit before it stops at once
+READY_WAIT_S = 30.0  # how long a restarted process waits for its engine before it accepts regardless
 
 
-def run(
-    settings: Settings, listener: socket.socket, engine_sockets: str | None, launcher_pid: int, index: int
-) -> None:
+@dataclass(frozen=True)
+class Seat:
+    """An API process's place behind the launcher: its number, the launcher (its parent), whether it
+    replaces one that died, and the drain's two words: its own that it has drained, and the
+    launcher's that all have."""
+
+    index: int
+    launcher_pid: int
+    restarted: bool
+    drained: Event
+    all_drained: Event
+
+
+def run(settings: Settings, listener: socket.socket, engine_sockets: str | None, seat: Seat) -> None:
     """The process's entry point (spawned; picklable arguments only)."""
     log_config = setup_logging(settings.log_level, settings.log_format)
-    orphan = threading.Thread(
-        target=_drain_when_orphaned, args=(launcher_pid, settings.shutdown_grace_s), daemon=True
+    orphaned = threading.Event()
+    watch = threading.Thread(
+        target=_drain_when_orphaned,
+        args=(seat.launcher_pid, settings.shutdown_grace_s, orphaned),
+        daemon=True,
     )
-    orphan.start()
+    watch.start()
     from polyvox.backends.factory import build_backend
     from polyvox.server.app import create_app
     from polyvox.server.connections import uvicorn_config
@@ -44,22 +70,60 @@ def run(
         with files_named_by(settings):
             app = create_app(settings, build_backend(settings, engine_sockets))
     except StartupError as exc:
-        log.error("API server %d cannot start: %s", index, exc)
+        log.error("API server %d cannot start: %s", seat.index, exc)
         sys.exit(EXIT_START_FAILED)
-    log.info("API server %d (pid %d) serving", index, os.getpid())
-    config = uvicorn_config(app, settings, log_config)
+    log.info("API server %d (pid %d) serving", seat.index, os.getpid())
+    served = AcceptWhenReady(app, READY_WAIT_S) if seat.restarted else app
+    config = uvicorn_config(served, settings, log_config)
+
+    def stop_when_drained() -> bool:
+        seat.drained.set()
+        return seat.all_drained.is_set() or orphaned.is_set()  # with no launcher to say when, at once
+
     # a service manager's SIGTERM and the launcher's may both arrive: the second must not cut the drain
-    server = DrainingServer.serving(app, config, repeat_sigterm_stops=False)
+    server = DrainingServer.serving(app, config, repeat_sigterm_stops=False, on_drained=stop_when_drained)
     server.run(sockets=[listener])
 
 
-def _drain_when_orphaned(launcher_pid: int, grace_s: float) -> None:
+class AcceptWhenReady:
+    """The app as uvicorn runs it in a restarted API process: its lifespan's start-up is reported
+    complete, and so uvicorn starts accepting, once the engine is ready (or failed, or after
+    `timeout_s`). The first start reports at once instead, so `/ready` names the stage while the
+    engine loads."""
+
+    def __init__(self, app: Any, timeout_s: float) -> None:
+        self.app = app
+        self.timeout_s = timeout_s
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_once_ready(message: dict) -> None:
+            if message["type"] == "lifespan.startup.complete":
+                await self._engine_ready()
+            await send(message)
+
+        await self.app(scope, receive, send_once_ready)
+
+    async def _engine_ready(self) -> None:
+        from polyvox.server.app_state import app_state
+
+        state = app_state(self.app)
+        deadline = time.monotonic() + self.timeout_s
+        while not (state.backend.ready or state.backend_failure) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+
+
+def _drain_when_orphaned(launcher_pid: int, grace_s: float, orphaned: threading.Event) -> None:
     """The launcher gone (killed), nothing will restart this process or its engines: drain what is in
     flight and exit, as the launcher would have had it do on SIGTERM, and within the time it would have
     given (then at once: its engines wait for it to go)."""
     while os.getppid() == launcher_pid:
         time.sleep(ORPHAN_POLL_S)
     log.warning("the launcher is gone: draining and exiting")
+    orphaned.set()
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(grace_s + ORPHAN_EXIT_S)
     log.error("still running %.0f s after the launcher went: exiting at once", grace_s + ORPHAN_EXIT_S)

@@ -8,8 +8,9 @@ enough streams for the engines, N of them can.
   proxy's pool of kept-alive connections lands on every process (one shared socket gave a burst of
   connections to whichever process woke first). The launcher holds the sockets and hands socket `i`
   to each API process `i` it starts: while one is dead and restarting, the connections dealt to its
-  socket wait in its queue for its replacement instead of being refused or reset. Once the launcher
-  stops, it lets go of them: each closes with its process.
+  socket wait in its queue for its replacement, which takes them once its engine is ready, instead of
+  being refused, reset or answered 503. Once the launcher stops, it lets go of them: each closes with
+  its process.
 - Each API process admits `max_concurrent_requests / N` and queues `max_queue / N` (rounded up), and
   keeps the disk audio cache (which they share) under `cache_max_bytes / N`.
 - LoRA adapters are the ones named at start (`/admin/lora` cannot change them: each process would
@@ -17,8 +18,10 @@ enough streams for the engines, N of them can.
 - `/metrics` from any of them sums them all: the launcher gives them one `PROMETHEUS_MULTIPROC_DIR`.
 - An API process that dies is started again with a growing pause between tries; the engines drop what
   it had asked of them (`Forget`). One that cannot build its app at all (a bad setting) stops the server.
-- SIGTERM drains: every API process drains, then the engines stop, then the launcher exits, leaving no
-  child behind. A second SIGTERM, or SIGINT, stops without waiting.
+- SIGTERM drains: every API process drains, then answers 503 until all have drained, when the launcher
+  lets them stop together, so no socket closes (its queue reset) while another process still answers;
+  then the engines stop, then the launcher exits, leaving no child behind. A second SIGTERM, or SIGINT,
+  stops without waiting.
 - Killed (-9), the launcher leaves the same drain behind it: each API process drains and exits, and
   each engine rank serves until the last API process has gone (its parent gone and no client connected).
 - With the embedded voice there are no engine ranks: each API process runs its own.
@@ -37,6 +40,7 @@ import signal
 import socket
 import tempfile
 from multiprocessing.process import BaseProcess
+from multiprocessing.synchronize import Event
 from pathlib import Path
 
 from polyvox.engine_core.connected import peer_identity
@@ -51,6 +55,7 @@ log = logging.getLogger(__name__)
 RESTART_BACKOFF_S = (0.5, 30.0)  # first and longest pause before starting a dead API process again
 STEADY_S = 30.0  # an API process that lived this long restarts after the shortest pause again
 EXIT_WAIT_S = 15.0  # past the drain, how long API processes may take to exit before they are killed
+DRAINED_POLL_S = 0.1  # how often, in a drain, the launcher looks whether every API process has drained
 
 
 def serve_many(settings: Settings) -> None:
@@ -67,9 +72,12 @@ class Launcher:
         self.metrics_dir = self.workdir / "metrics"  # the API processes' shared metric files
         self.engine: DataParallelEngine | None = None
         self.processes: dict[int, BaseProcess] = {}
+        self.drained: dict[int, Event] = {}  # each API process's word that it has drained
+        self.all_drained: Event  # the launcher's word to them (made in `run`)
         self.failure: str | None = None
         self._stopping = asyncio.Event()
         self._draining = False
+        self._stop_together: asyncio.Task | None = None
 
     def _child_settings(self) -> Settings:
         """Each API process's share of the limits. The disk audio cache is shared but each process
@@ -104,6 +112,7 @@ class Launcher:
         try:
             self.engine = self._build_engine()
             listeners = listening_sockets(s.host, s.port, self.count)
+            self.all_drained = multiprocessing.get_context("spawn").Event()
             # read by prometheus_client when the API processes import it (the launcher exports nothing)
             os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(self.metrics_dir)
             loop = asyncio.get_running_loop()
@@ -154,14 +163,17 @@ class Launcher:
     async def _keep_running(self, index: int, listener: socket.socket) -> None:
         loop = asyncio.get_running_loop()
         pause, longest = RESTART_BACKOFF_S
+        restarted = False
         while not self._stopping.is_set():
-            process = multiprocessing.get_context("spawn").Process(
+            context = multiprocessing.get_context("spawn")
+            seat = api_process.Seat(index, os.getpid(), restarted, context.Event(), self.all_drained)
+            process = context.Process(
                 target=api_process.run,
-                args=(self._child_settings(), listener, self._engine_sockets(), os.getpid(), index),
+                args=(self._child_settings(), listener, self._engine_sockets(), seat),
                 name=f"polyvox-api-{index}",
             )
             await asyncio.to_thread(process.start)
-            self.processes[index] = process
+            self.processes[index], self.drained[index], restarted = process, seat.drained, True
             started = loop.time()
             exited: asyncio.Future[None] = loop.create_future()
 
@@ -241,7 +253,22 @@ class Launcher:
     def _stop(self, drain: bool) -> None:
         self._draining = drain
         self._stopping.set()
+        self._signal_all(signal.SIGTERM if drain else signal.SIGINT)
+        if drain:
+            self._stop_together = asyncio.create_task(self._stop_all_once_drained())
+
+    async def _stop_all_once_drained(self) -> None:
+        """Every API process, drained, answers 503 with its socket open until all have drained (or
+        gone); then they stop together."""
+        while any(
+            process.is_alive() and not self.drained[index].is_set()
+            for index, process in list(self.processes.items())
+        ):
+            await asyncio.sleep(DRAINED_POLL_S)
+        self.all_drained.set()
+
+    def _signal_all(self, sig: int) -> None:
         for process in list(self.processes.values()):
             if process.pid is not None and process.is_alive():
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(process.pid, signal.SIGTERM if drain else signal.SIGINT)
+                    os.kill(process.pid, sig)
