@@ -1,16 +1,19 @@
 """Every Kubernetes overlay renders with `kubectl kustomize` and validates against the Kubernetes
-schemas (kubernetes-validate); the Deployment's probes, drain timing and autoscaling fit polyvox."""
+schemas (kubernetes-validate); the Deployment's probes, drain timing and autoscaling fit polyvox; it is
+secure by default (keys and Redis' password from a Secret it cannot start without, NetworkPolicies, an
+Ingress with TLS that leaves /metrics inside) and pulls the image of this release."""
 
 from __future__ import annotations
 
 import functools
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 
-from deploy.tools import DEPLOY, system_tool, venv_tool
+from deploy.tools import DEPLOY, ROOT, system_tool, venv_tool
 from polyvox.settings import Settings
 
 KUBERNETES = DEPLOY / "kubernetes"
@@ -67,7 +70,6 @@ def test_probes_and_termination_let_the_drain_finish(overlay):
         config["data"].get("POLYVOX_SHUTDOWN_GRACE_S", Settings.model_fields["shutdown_grace_s"].default)
     )
     assert pod["terminationGracePeriodSeconds"] > float(command[1]) + grace
-    assert config["data"]["POLYVOX_STATE_URL"].startswith("redis://")
 
 
 def test_gpu_overlay_asks_for_one_gpu_per_replica():
@@ -85,3 +87,84 @@ def test_hpa_scales_on_the_metric_the_adapter_serves():
     assert metric == "polyvox_queue_depth" and metric in served
     series = values["rules"]["custom"][0]["seriesQuery"]
     assert series.startswith("polyvox_queue_depth{")
+
+
+def server_pod(docs: dict) -> dict:
+    return docs[("Deployment", "polyvox")]["spec"]["template"]["spec"]
+
+
+def env_of(container: dict) -> dict[str, dict]:
+    return {item["name"]: item for item in container.get("env", [])}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_keys_and_the_redis_password_come_from_a_secret_the_pods_cannot_start_without(overlay):
+    docs = resources(render(overlay))
+    env = env_of(server_pod(docs)["containers"][0])
+    keys = env["POLYVOX_API_KEYS"]["valueFrom"]["secretKeyRef"]
+    assert keys["name"] == "polyvox-secrets" and not keys.get("optional", False)
+    password = env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]
+    assert password["name"] == "polyvox-secrets" and not password.get("optional", False)
+    assert env["POLYVOX_STATE_URL"]["value"] == "redis://:$(REDIS_PASSWORD)@polyvox-redis:6379/0"
+    # nothing configures the state URL without the password behind the Deployment's back
+    assert all(
+        "POLYVOX_STATE_URL" not in doc.get("data", {})
+        for (kind, _), doc in docs.items()
+        if kind == "ConfigMap"
+    )
+    redis = docs[("Deployment", "polyvox-redis")]["spec"]["template"]["spec"]["containers"][0]
+    args = redis["args"]
+    assert args[args.index("--requirepass") + 1] == "$(REDIS_PASSWORD)"
+    assert env_of(redis)["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "polyvox-secrets"
+    assert ("Secret", "polyvox-secrets") not in docs, "a Secret in git would hold the same keys everywhere"
+    for doc in docs.values():
+        for container in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            anonymous = env_of(container).get("GF_AUTH_ANONYMOUS_ENABLED", {}).get("value", "false")
+            assert anonymous.lower() == "false"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_network_policies_admit_the_api_from_chosen_places_and_redis_only_from_polyvox(overlay):
+    docs = resources(render(overlay))
+    server_labels = docs[("Deployment", "polyvox")]["spec"]["template"]["metadata"]["labels"]
+    redis_labels = docs[("Deployment", "polyvox-redis")]["spec"]["template"]["metadata"]["labels"]
+    api = docs[("NetworkPolicy", "polyvox")]["spec"]
+    assert api["podSelector"]["matchLabels"].items() <= server_labels.items()
+    assert api["policyTypes"] == ["Ingress"]
+    peers = [peer for rule in api["ingress"] for peer in rule["from"]]
+    assert peers and all(peer for peer in peers), "an empty peer would admit everyone"
+    assert [port["port"] for rule in api["ingress"] for port in rule["ports"]] == ["http"]
+    redis = docs[("NetworkPolicy", "polyvox-redis")]["spec"]
+    assert redis["podSelector"]["matchLabels"].items() <= redis_labels.items()
+    (rule,) = redis["ingress"]
+    assert rule["from"] == [{"podSelector": {"matchLabels": server_labels}}]
+    assert rule["ports"] == [{"port": "redis"}]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_ingress_serves_https_and_leaves_metrics_inside(overlay):
+    ingress = resources(render(overlay))[("Ingress", "polyvox")]
+    assert "cert-manager.io/cluster-issuer" in ingress["metadata"]["annotations"]
+    (tls,) = ingress["spec"]["tls"]
+    (rule,) = ingress["spec"]["rules"]
+    assert rule["host"] in tls["hosts"] and tls["secretName"]
+    paths = {(p["path"], p["pathType"]) for p in rule["http"]["paths"]}
+    assert ("/v1", "Prefix") in paths and ("/ready", "Exact") in paths
+    for path, kind in paths:
+        routed = path == "/metrics" or (kind == "Prefix" and "/metrics".startswith(path.rstrip("/") + "/"))
+        assert not routed, f"{path} ({kind}) would route /metrics"
+    assert all(p["backend"]["service"]["name"] == "polyvox" for p in rule["http"]["paths"])
+
+
+def version() -> str:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+@pytest.mark.parametrize(("overlay", "flavour"), [("cpu", "cpu"), ("gpu", "cuda")])
+def test_each_overlay_deploys_this_releases_image(overlay, flavour):
+    image = server_pod(resources(render(overlay)))["containers"][0]["image"]
+    assert image == f"polyvox:{version()}-{flavour}"
+    # the registry is named in one place: the overlay's `images:` entry
+    kustomization = yaml.safe_load((KUBERNETES / "overlays" / overlay / "kustomization.yaml").read_text())
+    (entry,) = kustomization["images"]
+    assert entry["name"] == "polyvox" and entry["newTag"] == f"{version()}-{flavour}"
