@@ -16,6 +16,7 @@ from polyvox import __version__
 from polyvox.backends.base import Backend
 from polyvox.cache import describe_cache
 from polyvox.server import catalog, ui
+from polyvox.server.admin import keys as admin_keys
 from polyvox.server.admin import lexicon, lora
 from polyvox.server.app_state import AppState, app_state
 from polyvox.server.auth import AuthMiddleware, KeyRing
@@ -31,6 +32,8 @@ from polyvox.server.speech import route as speech_route
 from polyvox.server.speech.caching import open_store
 from polyvox.server.speech.streaming import quiet_cut_streams
 from polyvox.server.speech.synthesis import SpeechService
+from polyvox.server.tenancy.key_store import open_key_store
+from polyvox.server.tenancy.key_table import KeyTable
 from polyvox.server.voice_routes import consents, voices
 from polyvox.server.websocket import route as websocket_route
 from polyvox.settings import Settings
@@ -126,6 +129,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
         backend=backend,
         metrics=metrics,
         keyring=KeyRing.from_settings(settings),
+        keys=KeyTable(open_key_store(settings)),
         lifecycle=lifecycle,
         voices=registry,
         service=SpeechService(backend, settings, metrics, registry, cache_store, lifecycle),
@@ -145,6 +149,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.include_router(websocket_route.router)
     app.include_router(lexicon.router)
     app.include_router(lora.router)
+    app.include_router(admin_keys.router)
     app.include_router(health.router)
     if settings.ui:
         ui.install(app)
