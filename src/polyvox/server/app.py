@@ -26,12 +26,13 @@ from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import fresh_reads, health, state_url
 from polyvox.server.lifecycle.draining import Lifecycle
 from polyvox.server.lifecycle.supervisor import BackendSupervisor
-from polyvox.server.metrics import Metrics, MetricsMiddleware
+from polyvox.server.metrics import MetricsMiddleware
 from polyvox.server.request_id import RequestIdMiddleware
 from polyvox.server.speech import route as speech_route
 from polyvox.server.speech.caching import open_store
 from polyvox.server.speech.streaming import quiet_cut_streams
 from polyvox.server.speech.synthesis import SpeechService
+from polyvox.server.uttera_metrics import install_compat_metrics, metrics_for
 from polyvox.server.tenancy.key_store import open_key_store
 from polyvox.server.tenancy.key_table import KeyTable
 from polyvox.server.voice_routes import consents, voices
@@ -109,7 +110,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
         from polyvox.backends.factory import build_backend
 
         backend = build_backend(settings)
-    metrics = Metrics()
+    metrics = metrics_for(settings)
     log.info("%s", describe_cache(settings))
     app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan)
     lifecycle = Lifecycle()
@@ -161,5 +162,6 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
+    install_compat_metrics(app, metrics)  # metrics_compat's request counts, beside polyvox's
     app.add_middleware(RequestIdMiddleware)
     return app
