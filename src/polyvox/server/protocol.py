@@ -88,7 +88,7 @@ class SpeechRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     model: Text = "tts-1"
-    input: Text = Field(min_length=1)
+    input: Text  # text with nothing to say, "" too, is refused once: `EmptyInput` (400 empty_input)
     voice: Text = "alloy"
     instructions: Text | None = None
     response_format: ResponseFormat = "mp3"
