@@ -1,4 +1,5 @@
-"""One response's audio path: time-stretch, resample, encode. The server runs it in a worker thread.
+"""One response's audio path: time-stretch and pitch shift, resample, encode. The server runs it in a
+worker thread.
 
 `OutputPipeline` streams, or with `whole` makes one complete file (exact WAV sizes, MP3 Xing and FLAC
 STREAMINFO filled in); `render` is that file from a whole utterance at once.
@@ -17,7 +18,8 @@ from polyvox.audio.stretch import TimeStretcher
 
 
 class OutputPipeline:
-    """Turns engine chunks (float32 mono at `in_rate`) into encoded bytes of `fmt` at `out_rate`.
+    """Turns engine chunks (float32 mono at `in_rate`) into encoded bytes of `fmt` at `out_rate`,
+    played at `speed` and shifted by `pitch` semitones.
 
     `push` per chunk and `finish` once each return the bytes ready to send (with `whole`, all of them
     come from `finish`, as one complete file); `seconds` counts the audio encoded so far, after the
@@ -29,12 +31,19 @@ class OutputPipeline:
     """
 
     def __init__(
-        self, in_rate: int, out_rate: int, fmt: str | AudioFormat, speed: float = 1.0, *, whole: bool = False
+        self,
+        in_rate: int,
+        out_rate: int,
+        fmt: str | AudioFormat,
+        speed: float = 1.0,
+        *,
+        whole: bool = False,
+        pitch: float = 0.0,
     ) -> None:
         self.format = fmt if isinstance(fmt, AudioFormat) else get_format(fmt)
         self.out_rate = self.format.check_rate(out_rate)
         self.in_rate = in_rate
-        self._stretcher = TimeStretcher(in_rate, speed)
+        self._stretcher = TimeStretcher(in_rate, speed, pitch)
         self._resampler = Resampler(in_rate, out_rate)
         self._encoder = StreamEncoder(self.format, out_rate, whole=whole)
         self._samples = 0
@@ -72,9 +81,15 @@ class OutputPipeline:
 
 
 def render(
-    samples: np.ndarray, in_rate: int, out_rate: int, fmt: str | AudioFormat, speed: float = 1.0
+    samples: np.ndarray,
+    in_rate: int,
+    out_rate: int,
+    fmt: str | AudioFormat,
+    speed: float = 1.0,
+    pitch: float = 0.0,
 ) -> bytes:
-    """A complete file of `fmt` at `out_rate` from a whole utterance at `in_rate`, played at `speed`."""
-    pipeline = OutputPipeline(in_rate, out_rate, fmt, speed, whole=True)
+    """A complete file of `fmt` at `out_rate` from a whole utterance at `in_rate`, played at `speed` and
+    shifted by `pitch` semitones."""
+    pipeline = OutputPipeline(in_rate, out_rate, fmt, speed, whole=True, pitch=pitch)
     pipeline.push(samples)
     return pipeline.finish()

@@ -1,4 +1,5 @@
-"""Streaming pitch-preserving time-stretch (ffmpeg's `atempo` in a filter chain, `audio/graph.py`)."""
+"""Streaming pitch-preserving time-stretch (ffmpeg's `atempo` in a filter chain, `audio/graph.py`), and
+the tempo-preserving pitch shift that rides in the same chain (its filters: `audio/pitch.py`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import av.filter
 import numpy as np
 
 from polyvox.audio.graph import filter_chain, pull_ready
+from polyvox.audio.pitch import pitch_filters
 from polyvox.audio.resample import frames_to_array, to_frame
 
 MIN_SPEED = 0.25
@@ -31,27 +33,30 @@ def atempo_stages(speed: float) -> list[float]:
 
 
 class TimeStretcher:
-    """Plays a stream of chunks `speed` times faster (speed > 1 shortens) without changing pitch.
+    """Plays a stream of chunks `speed` times faster (speed > 1 shortens) without changing pitch, and
+    `pitch` semitones higher (negative: lower) without changing tempo.
 
-    The identity at speed 1.0. `flush` ends the stream, returns what the filter still holds and
+    The identity at speed 1.0 and pitch 0. `flush` ends the stream, returns what the filter still holds and
     readies it for a new one; `close` drops the filter and what it holds (a stream cut short).
     """
 
-    def __init__(self, sample_rate: int, speed: float) -> None:
+    def __init__(self, sample_rate: int, speed: float, pitch: float = 0.0) -> None:
         if not MIN_SPEED <= speed <= MAX_SPEED:
             raise ValueError(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}")
         self.sample_rate = sample_rate
         self.speed = speed
+        self.pitch = pitch
+        shift, faster = pitch_filters(sample_rate, pitch)
+        self._filters = shift + [("atempo", {"tempo": f"{f:.6f}"}) for f in atempo_stages(speed / faster)]
         self._graph: av.filter.Graph | None = None  # built at a stream's first chunk
         self._pts = 0
 
     def process(self, chunk: np.ndarray) -> np.ndarray:
         chunk = np.asarray(chunk, dtype=np.float32).reshape(-1)
-        if self.speed == 1.0 or chunk.size == 0:
+        if (self.speed == 1.0 and self.pitch == 0) or chunk.size == 0:
             return chunk
         if self._graph is None:
-            stages = [("atempo", {"tempo": f"{factor:.6f}"}) for factor in atempo_stages(self.speed)]
-            self._graph = filter_chain(self.sample_rate, stages)
+            self._graph = filter_chain(self.sample_rate, self._filters)
         step = max(1, round(_FRAME_S * self.sample_rate))
         frames = []
         for start in range(0, chunk.size, step):

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from polyvox.backends.errors import BackendInputError, EmptyInput
+from polyvox.backends.errors import BackendInputError
 
 # What an engine reports of itself is the engine's own data; the contract passes it on as it is.
 from polyvox.engine_core.stats import EngineRank, PromptCacheStats
-from polyvox.text.frontend import has_words
+from polyvox.text.emotion import EMOTIONS, NEUTRAL_ONLY
 
 if TYPE_CHECKING:
     from polyvox.backends.fair_queue import Listener
@@ -74,6 +74,7 @@ class SynthesisRequest:
     text: str
     voice: str = "alloy"
     instructions: str | None = None
+    emotion: str | None = None  # one of `text.emotion.EMOTIONS`; None: none asked (the voice as it is)
     speed: float = 1.0
     seed: int | None = None
     cfg_value: float | None = None
@@ -104,6 +105,23 @@ class BackendCapabilities:
     native_speed: bool = False  # honours `SynthesisRequest.speed` itself, up to `max_native_speed`
     max_native_speed: float = float("inf")
     lora: bool = False  # serves LoRA adapters (`SynthesisRequest.lora`, `load_adapter`)
+
+    @property
+    def emotions(self) -> tuple[str, ...]:
+        """The `emotion`s the engine speaks: every one where it designs voices (a style in the
+        description), else only `neutral` (its voices' one delivery)."""
+        return EMOTIONS if self.voice_design else NEUTRAL_ONLY
+
+    def check_emotion(self, emotion: str | None, engine: str) -> None:
+        """A `BackendInputError` naming `emotion` (and `engine`) when the engine cannot speak it."""
+        if emotion is not None and emotion not in self.emotions:
+            raise BackendInputError(
+                f"the {engine} engine has no voice design and speaks every voice one way: emotion "
+                f"{emotion!r} is not available on it (it accepts {', '.join(self.emotions)}; serve a "
+                "VoxCPM2 checkpoint for the others)",
+                param="emotion",
+                code="voice_design_unsupported",
+            )
 
     def split_speed(self, speed: float) -> tuple[float, float]:
         """(engine speed, pipeline speed) whose product is `speed`: an engine with native speed applies
@@ -188,12 +206,7 @@ class Backend(Protocol):
         """The request as this back end will speak it, checked once (`validate`; a `BackendInputError`
         naming the parameter). A back end that reshapes it returns it reshaped, so what was checked is
         what is generated: the text front end's pieces (`TextPipeline`). Blocking (normalisation can
-        take a while): call it off the event loop.
-
-        A back end served without the front end speaks its text as one piece: the front end's rule
-        refuses text with nothing to say (`EmptyInput`) here, before the back end's own checks."""
-        if not has_words(request.text):
-            raise EmptyInput()
+        take a while): call it off the event loop."""
         self.validate(request)
         return request
 

@@ -7,7 +7,8 @@ speaker, 22,050 Hz (the voice config's rate), no cloning, no voice design:
   i.e. how lively the delivery is: calm (onyx, echo, sage, cedar, ash: noise 0.5/0.6), default
   (alloy, fable, verse, marin: the voice's own 0.667/0.8) and lively (nova, shimmer, coral, ballad:
   0.8/0.9). Any other voice name is refused.
-- `instructions` are accepted and ignored: piper has no way to follow them.
+- `instructions` are accepted and ignored: piper has no way to follow them. Of the emotions only
+  `neutral` is spoken (each voice has one delivery); the others get a 422 naming the engine.
 - Speed is native, through piper's `length_scale`, mapped by the measured duration curve of this
   voice (durations do not scale 1:1 with `length_scale`). The voice cannot speak faster than about
   2x (`BackendCapabilities.max_native_speed`); the server time-stretches any speed beyond that.
@@ -170,6 +171,10 @@ class EmbeddedBackend(Backend):
                 param="voice",
                 code="unknown_voice",
             )
+        if not request.text.strip():
+            raise BackendInputError(
+                "The input is empty: there is no text to speak.", param="input", code="empty_input"
+            )
         if detect_scripts(request.text) - {Script.LATIN}:
             sample = foreign_letters(request.text)[:12]
             raise BackendInputError(
@@ -179,8 +184,13 @@ class EmbeddedBackend(Backend):
                 param="input",
                 code="unsupported_language",
             )
+        if not any(char.isalnum() for char in request.text):
+            raise BackendInputError(
+                "The input has no words or numbers to speak.", param="input", code="empty_input"
+            )
         if not request.speed > 0:
             raise BackendInputError("speed must be positive.", param="speed", code="invalid_speed")
+        self.info.capabilities.check_emotion(request.emotion, self.info.name)
 
     async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
         """Yield each sentence's float32 audio as soon as it is synthesised."""

@@ -61,6 +61,7 @@ from polyvox.models.lora.files import AdapterError
 from polyvox.models.model_source import ModelSource
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
+from polyvox.text.emotion import style_description
 
 if TYPE_CHECKING:
     from polyvox.engine_core.data_parallel import DataParallelEngine
@@ -187,7 +188,7 @@ class VoxCPM2Backend(Backend):
         engine = self._in_thread()
         if engine.prompts is None:
             raise RuntimeError("the VoxCPM2 model is not loaded yet")
-        return engine.prompts.prompt(engine_request(request))
+        return engine.prompts.prompt(engine_request(request, designs=self.info.capabilities.voice_design))
 
     def _in_thread(self) -> InThreadEngine:
         if not isinstance(self.engine, InThreadEngine):
@@ -224,6 +225,8 @@ class VoxCPM2Backend(Backend):
     # ------------------------------------------------------------------ requests
 
     def validate(self, request: SynthesisRequest) -> None:
+        if not request.text or not request.text.strip():
+            raise BackendInputError("input text is empty", param="input", code="empty_input")
         if request.cfg_value is not None and not cfg_value_in_range(request.cfg_value):
             raise BackendInputError(
                 f"cfg_value must be {CFG_VALUE_MIN:g} to {CFG_VALUE_MAX:g}", param="cfg_value"
@@ -238,6 +241,7 @@ class VoxCPM2Backend(Backend):
             raise BackendInputError("temperature must be in (0, 10]", param="temperature")
         if request.max_patches is not None and request.max_patches < 1:
             raise BackendInputError("max_patches must be at least 1", param="max_patches")
+        self.info.capabilities.check_emotion(request.emotion, self.arch)
         if request.instructions and not self.info.capabilities.voice_design:
             raise BackendInputError(
                 f"{self.arch} has no voice design: `instructions` cannot describe a voice on this model "
@@ -326,7 +330,7 @@ class VoxCPM2Backend(Backend):
 
     async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
         self.validate(request)
-        outputs = self.engine.generate(engine_request(request))
+        outputs = self.engine.generate(engine_request(request, designs=self.info.capabilities.voice_design))
         try:
             with api_errors():
                 async for chunk in outputs:
@@ -335,12 +339,14 @@ class VoxCPM2Backend(Backend):
             await outputs.aclose()  # type: ignore[attr-defined]
 
 
-def engine_request(request: SynthesisRequest) -> EngineRequest:
-    """What the engine uses of a request (voice, speed and text normalisation were applied above it)."""
+def engine_request(request: SynthesisRequest, designs: bool = True) -> EngineRequest:
+    """What the engine uses of a request (voice, speed and text normalisation were applied above it).
+    A model that `designs` voices hears the emotion as a style in its description; one that does not
+    was let through only `neutral`, its voices' one delivery, which asks nothing of it."""
     ref = request.reference
     return EngineRequest(
         text=request.text,
-        instructions=request.instructions,
+        instructions=style_description(request.instructions, request.emotion if designs else None),
         seed=request.seed,
         cfg_value=request.cfg_value,
         inference_timesteps=request.inference_timesteps,

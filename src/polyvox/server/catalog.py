@@ -61,5 +61,9 @@ async def get_model(
 async def list_audio_models(
     request: Request, service: SpeechService = Depends(get_service)
 ) -> WebUIModelList:
-    """Open WebUI lists a TTS server's models here (and falls back to tts-1 and tts-1-hd without it)."""
-    return WebUIModelList(models=[WebUIModel(id=card.id, name=card.id) for card in _models(request, service)])
+    """Open WebUI lists a TTS server's models here (and falls back to tts-1 and tts-1-hd without it);
+    each also says which `emotion`s it speaks (every id names the one engine served)."""
+    emotions = list(service.backend.info.capabilities.emotions)
+    return WebUIModelList(
+        models=[WebUIModel(id=card.id, name=card.id, emotions=emotions) for card in _models(request, service)]
+    )

@@ -22,9 +22,11 @@ from polyvox.guidance import (
     INFERENCE_TIMESTEPS_MAX,
     INFERENCE_TIMESTEPS_MIN,
 )
+from polyvox.text.emotion import Emotion
 
 ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
 StreamFormat = Literal["audio", "sse"]
+PITCH_LIMIT = 12.0  # semitones either way: an octave
 # The names a reference clip's transcript goes by (uttera-tts-vllm's and the official code's); voice
 # creation accepts these and its own ("transcript", "text").
 REF_TEXT_FIELDS = ("ref_text", "reference_text", "prompt_text")
@@ -95,6 +97,15 @@ class SpeechRequest(BaseModel):
     speed: Annotated[float, Number] = Field(1.0, ge=0.25, le=4.0)
     stream_format: StreamFormat | None = None
     # polyvox / uttera-tts-vllm extensions
+    emotion: Emotion | None = Field(
+        None, description="How the voice feels (VoxCPM2: a style in its voice design); default: the voice's."
+    )
+    pitch: Annotated[float, Number] = Field(
+        0.0,
+        ge=-PITCH_LIMIT,
+        le=PITCH_LIMIT,
+        description="Semitones up (or down, negative) at the same tempo, on every engine.",
+    )
     stream: bool = Field(
         True,
         description="False answers one complete file with Content-Length (when `stream_format` is absent).",
@@ -143,12 +154,19 @@ class SpeechRequest(BaseModel):
         "ref_text",
         "normalize",
         "lora",
+        "emotion",
         mode="before",
     )
     @classmethod
     def _blank_is_absent(cls, value: Any) -> Any:
         """Empty form fields mean "not given"."""
         return None if value == "" else value
+
+    @field_validator("emotion", mode="before")
+    @classmethod
+    def _emotion_word(cls, value: Any) -> Any:
+        """`Happy` or ` sad ` name the emotion as `happy` and `sad` do."""
+        return value.strip().lower() if isinstance(value, str) else value
 
 
 class SpeechUsage(BaseModel):
@@ -182,6 +200,7 @@ class ModelList(BaseModel):
 class WebUIModel(BaseModel):
     id: str
     name: str
+    emotions: list[str] = Field(default_factory=list, description="The `emotion`s this model speaks.")
 
 
 class WebUIModelList(BaseModel):

@@ -25,6 +25,7 @@ class VoiceDetail(BaseModel):
     voice_prompt_hash: str | None = None
     cfg_value: float | None = None
     inference_timesteps: int | None = None
+    emotion: str | None = None  # the voice's default emotion
     consent: bool | None = None
     created: float | None = None
 

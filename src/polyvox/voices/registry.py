@@ -64,6 +64,7 @@ class ResolvedVoice:
     cfg_value: float | None = None
     inference_timesteps: int | None = None
     lora: str | None = None  # the LoRA adapter it speaks with (a voice that is an adapter)
+    emotion: str | None = None  # its default `emotion`, for a request that names none
 
     @property
     def voice_prompt_hash(self) -> str | None:
@@ -202,6 +203,7 @@ class VoiceRegistry:
                 voice_prompt_hash=ref.content_hash,
                 cfg_value=entry.cfg_value,
                 inference_timesteps=entry.inference_timesteps,
+                emotion=entry.emotion,
                 consent=entry.consent,
                 consent_id=entry.consent_id,
                 prompt=entry.prompt,
@@ -264,7 +266,12 @@ class VoiceRegistry:
                 raise cannot_clone(f"voice {name!r} is", backend.info, "voice")
             entry = stored.entry
             return ResolvedVoice(
-                name, entry.source, stored.reference, entry.cfg_value, entry.inference_timesteps
+                name,
+                entry.source,
+                stored.reference,
+                entry.cfg_value,
+                entry.inference_timesteps,
+                emotion=entry.emotion,
             )
         if name in self.builtin_names() or name in backend.info.voices:
             return ResolvedVoice(name, "builtin")

@@ -1,7 +1,8 @@
 """The voices directory: `voices.json` (the registry, which an admin may also edit by hand), the clips
 it names, and the `uploads/` folder where voices posted through the API keep theirs.
 
-`voices.json` is `{"voices": {"<id>": {"audio": "<path>", "transcript": ..., "cfg_value": ...}}}`
+`voices.json` is `{"voices": {"<id>": {"audio": "<path>", "transcript": ..., "cfg_value": ...,
+"emotion": ...}}}`
 (a list of entries each with a `name` is read too); relative paths are inside the directory.
 Every write is atomic (a temporary file renamed over the old one) and made under the directory's
 lock file, so servers sharing one directory never interleave their changes.
@@ -34,6 +35,7 @@ from polyvox.guidance import (
     INFERENCE_TIMESTEPS_MAX,
     INFERENCE_TIMESTEPS_MIN,
 )
+from polyvox.text.emotion import Emotion
 from polyvox.voices.errors import InvalidVoiceName, VoiceError, VoiceNotFound, VoiceStorageUnavailable
 
 log = logging.getLogger(__name__)
@@ -60,6 +62,7 @@ class VoiceEntry(BaseModel):
     transcript: str | None = None
     cfg_value: float | None = Field(None, ge=CFG_VALUE_MIN, le=CFG_VALUE_MAX)
     inference_timesteps: int | None = Field(None, ge=INFERENCE_TIMESTEPS_MIN, le=INFERENCE_TIMESTEPS_MAX)
+    emotion: Emotion | None = None  # how it speaks when a request names no `emotion`
     consent: bool | None = None
     consent_id: str | None = None
     label: str | None = None

@@ -28,6 +28,8 @@ class SpeechJob:
     pipeline_speed: float
     stream: bool
     received_at: float = field(default_factory=time.perf_counter)
+    # semitones, shifted by the OutputPipeline: after the cache, whose audio serves every pitch
+    pitch: float = 0.0
     audio_seconds: float = 0.0
     cache_status: str = "DISABLED"  # X-Cache: HIT, MISS, BYPASS, ADHOC, DISABLED or MISS-STORE-FAILED
     cache_key: str | None = None

@@ -146,7 +146,9 @@ class SpeechService:
                 headers={"Retry-After": "5"},
             )
         voice = None if reference is not None else await self._resolve_voice(body.voice, accepted_at)
-        text = _CONTROL_CHARS.sub(" ", body.input)  # text with nothing to say: `EmptyInput`, in `checked`
+        text = _CONTROL_CHARS.sub(" ", body.input)
+        if not text.strip():
+            raise APIError(400, "input must contain text to speak", param="input", code="empty_input")
         _check_lengths(
             self.settings.max_input_chars, input=text, instructions=body.instructions, ref_text=body.ref_text
         )
@@ -161,6 +163,7 @@ class SpeechService:
             text=text,
             voice=body.voice,
             instructions=instructions_for(self.settings, body.voice, body.instructions),
+            emotion=body.emotion if body.emotion is not None or voice is None else voice.emotion,
             speed=backend_speed,
             seed=body.seed,
             cfg_value=body.cfg_value if body.cfg_value is not None or voice is None else voice.cfg_value,
@@ -176,7 +179,9 @@ class SpeechService:
         request_id_var.set(request.request_id)  # every log line this request causes names it
         # Checked once, as it will be spoken (through the text front end: its pieces), off the event loop.
         request = await anyio.to_thread.run_sync(self.backend.checked, request)
-        job = SpeechJob(request, fmt, out_rate, pipeline_speed, stream, received_at=accepted_at)
+        job = SpeechJob(
+            request, fmt, out_rate, pipeline_speed, stream, received_at=accepted_at, pitch=body.pitch
+        )
         self.cache.assign(
             job,
             self.backend,
@@ -259,7 +264,7 @@ class SpeechService:
         deadline = job.received_at + self.settings.request_timeout_s
         in_rate = job.cached.sample_rate if job.cached is not None else self.backend.info.sample_rate
         pipeline = await self.encode_pool.run(
-            functools.partial(OutputPipeline, whole=not job.stream),
+            functools.partial(OutputPipeline, whole=not job.stream, pitch=job.pitch),
             in_rate,
             job.out_rate,
             job.fmt,
@@ -273,19 +278,15 @@ class SpeechService:
             self.metrics.input_chars.inc(len(job.request.text))
         keep: list[np.ndarray] | None = [] if job.cache_status == "MISS" else None
         first = True
-        waited = 0.0  # for the engine's audio (metrics_compat's inference time)
         try:
             while True:
-                asked = time.perf_counter()
                 try:
-                    async with asyncio.timeout(deadline - asked):
+                    async with asyncio.timeout(deadline - time.perf_counter()):
                         chunk = await anext(chunks)
                 except StopAsyncIteration:
                     break
                 except TimeoutError as exc:
                     raise DeadlineExceeded(self.settings.request_timeout_s) from exc
-                finally:
-                    waited += time.perf_counter() - asked
                 samples = np.asarray(chunk, dtype=np.float32).reshape(-1)
                 seconds = samples.size / in_rate / job.pipeline_speed
                 job.audio_seconds += seconds
@@ -307,8 +308,6 @@ class SpeechService:
                 if first:
                     self._observe_ttfa(job)
                 yield tail
-            engine_s = None if job.cached is not None else waited
-            self.metrics.synthesis_done(job.fmt.name, job.route, job.cache_status, engine_s)
         finally:
             # Not left to the garbage collector: a cut stream's frame can sit in a reference cycle (its
             # cancellation's traceback) until a full collection, holding the encoder and the audio kept

@@ -26,9 +26,11 @@ class SessionConfig(BaseModel):
     model: str = "tts-1"
     voice: str | dict = "alloy"
     instructions: str | None = None
+    emotion: str | None = None  # checked as the speech request checks it
     response_format: Literal["mp3", "opus", "aac", "flac", "wav", "pcm"] = "pcm"
     # numbers as JSON numbers (an integer for a float is fine), never `true` or "1.5"
     speed: Annotated[float, Number] = 1.0
+    pitch: Annotated[float, Number] = 0.0
     sample_rate: Annotated[int | None, Number] = None
     seed: Annotated[int | None, Number] = None
     cfg_value: Annotated[float | None, Number] = None
