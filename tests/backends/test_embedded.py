@@ -12,7 +12,7 @@ from helpers.asr import transcribe, word_error_rate
 from polyvox.backends.base import OPENAI_VOICES, Backend, ReferenceAudio, SynthesisRequest
 from polyvox.backends.embedded import EmbeddedBackend
 from polyvox.backends.embedded_voice import VoiceIntegrityError, locate_voice
-from polyvox.backends.errors import BackendInputError
+from polyvox.backends.errors import BackendInputError, EmptyInput
 
 TWO_SENTENCES = "The quick brown fox jumps over the lazy dog. Then it ran across the green field."
 
@@ -138,8 +138,8 @@ def test_english_with_greek_symbols_is_spoken(backend):
 
 @pytest.mark.parametrize("text", ["", "   \n\t ", "?!..."])
 def test_text_with_nothing_to_say_is_refused(backend, text):
-    with pytest.raises(BackendInputError) as refused:
-        backend.validate(SynthesisRequest(text=text))
+    with pytest.raises(EmptyInput) as refused:
+        backend.checked(SynthesisRequest(text=text))
     assert refused.value.param == "input"
 
 

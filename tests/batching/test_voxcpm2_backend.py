@@ -12,7 +12,7 @@ import pytest
 
 from helpers.server import running_server
 from polyvox.backends.base import Backend, ReferenceAudio, SynthesisRequest
-from polyvox.backends.errors import BackendInputError
+from polyvox.backends.errors import BackendInputError, EmptyInput
 from polyvox.backends.voxcpm2 import VoxCPM2Backend
 from polyvox.batching.async_core import AsyncBatchingCore
 from polyvox.batching.config import BatchingConfig
@@ -106,8 +106,8 @@ def test_voxcpm2_engine_meets_the_engine_contract_and_streams_160ms_chunks(model
 
 def test_voxcpm2_engine_rejects_bad_input(model):
     backend = VoxCPM2Backend(model, BatchingConfig(num_kv_blocks=64))
-    with pytest.raises(BackendInputError) as err:
-        backend.validate(SynthesisRequest("   "))
+    with pytest.raises(EmptyInput) as err:
+        backend.checked(SynthesisRequest("   "))
     assert err.value.param == "input"
     empty = ReferenceAudio(np.zeros(0, np.float32), 16000, "x")
     with pytest.raises(BackendInputError):

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from polyvox.backends.errors import BackendInputError
+from polyvox.backends.errors import BackendInputError, EmptyInput
 
 # What an engine reports of itself is the engine's own data; the contract passes it on as it is.
 from polyvox.engine_core.stats import EngineRank, PromptCacheStats
+from polyvox.text.frontend import has_words
 from polyvox.text.emotion import EMOTIONS, NEUTRAL_ONLY
 
 if TYPE_CHECKING:
@@ -206,7 +207,12 @@ class Backend(Protocol):
         """The request as this back end will speak it, checked once (`validate`; a `BackendInputError`
         naming the parameter). A back end that reshapes it returns it reshaped, so what was checked is
         what is generated: the text front end's pieces (`TextPipeline`). Blocking (normalisation can
-        take a while): call it off the event loop."""
+        take a while): call it off the event loop.
+
+        A back end served without the front end speaks its text as one piece: the front end's rule
+        refuses text with nothing to say (`EmptyInput`) here, before the back end's own checks."""
+        if not has_words(request.text):
+            raise EmptyInput()
         self.validate(request)
         return request
 

@@ -171,10 +171,6 @@ class EmbeddedBackend(Backend):
                 param="voice",
                 code="unknown_voice",
             )
-        if not request.text.strip():
-            raise BackendInputError(
-                "The input is empty: there is no text to speak.", param="input", code="empty_input"
-            )
         if detect_scripts(request.text) - {Script.LATIN}:
             sample = foreign_letters(request.text)[:12]
             raise BackendInputError(
@@ -183,10 +179,6 @@ class EmbeddedBackend(Backend):
                 "and other languages.",
                 param="input",
                 code="unsupported_language",
-            )
-        if not any(char.isalnum() for char in request.text):
-            raise BackendInputError(
-                "The input has no words or numbers to speak.", param="input", code="empty_input"
             )
         if not request.speed > 0:
             raise BackendInputError("speed must be positive.", param="speed", code="invalid_speed")

@@ -19,3 +19,12 @@ class BackendInputError(ValueError):
         self.message = message
         self.param = param
         self.code = code
+
+
+class EmptyInput(BackendInputError):
+    """The input has nothing to speak once the text front end has prepared it (no piece with a letter or
+    a digit): "", blanks and punctuation alike, on every back end. The server answers 400 `empty_input`,
+    as OpenAI answers an empty `input`."""
+
+    def __init__(self) -> None:
+        super().__init__("The input has no words or numbers to speak.", param="input", code="empty_input")

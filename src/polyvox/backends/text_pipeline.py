@@ -38,7 +38,7 @@ from polyvox.backends.base import (
     ReferenceAudio,
     SynthesisRequest,
 )
-from polyvox.backends.errors import BackendInputError
+from polyvox.backends.errors import EmptyInput
 from polyvox.backends.fair_queue import Listener
 from polyvox.text.frontend import TextFrontend
 from polyvox.text.lexicon import Lexicon
@@ -123,8 +123,8 @@ class TextPipeline(Backend):
         generated are these, checked once. Blocking (normalisation can take most of a second on long
         text): call it off the event loop."""
         pieces = self.frontend.prepare(request.text, request.normalize)
-        if not pieces:
-            raise _nothing_to_say()
+        if not pieces:  # no piece `has_words`: nothing to say, refused alike on every back end
+            raise EmptyInput()
         for index, piece in enumerate(pieces):
             self.inner.validate(self._piece_request(request, piece, index))
         return replace(request, pieces=tuple(pieces))
@@ -220,10 +220,6 @@ async def _pull(inner: Backend, request: SynthesisRequest, queue: asyncio.Queue)
         if chunks is not None:
             await chunks.aclose()
     queue.put_nowait(_DONE)
-
-
-def _nothing_to_say() -> BackendInputError:
-    return BackendInputError("The input has no words or numbers to speak.", param="input", code="empty_input")
 
 
 class _Seam:

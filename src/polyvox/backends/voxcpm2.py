@@ -225,8 +225,6 @@ class VoxCPM2Backend(Backend):
     # ------------------------------------------------------------------ requests
 
     def validate(self, request: SynthesisRequest) -> None:
-        if not request.text or not request.text.strip():
-            raise BackendInputError("input text is empty", param="input", code="empty_input")
         if request.cfg_value is not None and not cfg_value_in_range(request.cfg_value):
             raise BackendInputError(
                 f"cfg_value must be {CFG_VALUE_MIN:g} to {CFG_VALUE_MAX:g}", param="cfg_value"

@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
-from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded
+from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded, EmptyInput
 from polyvox.logs import current_request_id
 from polyvox.server.app_state import app_state
 
@@ -129,6 +129,8 @@ def from_validation_errors(errors: Sequence[Any]) -> APIError:
 def from_backend_error(exc: Exception) -> APIError:
     if isinstance(exc, DeadlineExceeded):
         return APIError(504, str(exc), code="timeout")
+    if isinstance(exc, EmptyInput):  # nothing to say: OpenAI's status for an empty `input`
+        return APIError(400, exc.message, param=exc.param, code=exc.code)
     if isinstance(exc, BackendInputError):
         return APIError(422, exc.message, param=exc.param, code=exc.code)
     if isinstance(exc, BackendOverloaded):

@@ -56,9 +56,15 @@ class TextFrontend:
         pieces = []
         for piece in split_sentences(text, self.max_piece_chars, self.min_piece_chars):
             piece = neutralize_leading_parenthesis(piece)
-            if any(char.isalnum() for char in piece):
+            if has_words(piece):
                 pieces.append(piece)
         return pieces
+
+
+def has_words(text: str) -> bool:
+    """Whether `text` has anything to say: a letter or a digit. A request whose pieces have none is
+    refused (`EmptyInput`), whatever the back end."""
+    return any(char.isalnum() for char in text)
 
 
 def neutralize_leading_parenthesis(text: str) -> str:

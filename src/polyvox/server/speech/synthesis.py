@@ -146,9 +146,7 @@ class SpeechService:
                 headers={"Retry-After": "5"},
             )
         voice = None if reference is not None else await self._resolve_voice(body.voice, accepted_at)
-        text = _CONTROL_CHARS.sub(" ", body.input)
-        if not text.strip():
-            raise APIError(400, "input must contain text to speak", param="input", code="empty_input")
+        text = _CONTROL_CHARS.sub(" ", body.input)  # text with nothing to say: `EmptyInput`, in `checked`
         _check_lengths(
             self.settings.max_input_chars, input=text, instructions=body.instructions, ref_text=body.ref_text
         )
