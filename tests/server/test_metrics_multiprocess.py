@@ -106,6 +106,9 @@ def test_requests_routed_to_engine_ranks_are_summed_over_the_api_processes(tmp_p
         names = family_names(first_url)
         assert len(names) == len(set(names)), Counter(names).most_common(3)
         assert "polyvox_engine_routed_requests" in names
+        # the process collector describes the process that answers, once (its files cannot add up)
+        assert value(samples, "process_resident_memory_bytes") > 0
+        assert {"process_cpu_seconds", "python_info"} <= set(names)
 
 
 def test_a_single_process_exports_its_counts_as_before(serve):

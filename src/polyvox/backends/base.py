@@ -24,8 +24,8 @@ from polyvox.backends.errors import BackendInputError, EmptyInput
 
 # What an engine reports of itself is the engine's own data; the contract passes it on as it is.
 from polyvox.engine_core.stats import EngineRank, PromptCacheStats
-from polyvox.text.frontend import has_words
 from polyvox.text.emotion import EMOTIONS, NEUTRAL_ONLY
+from polyvox.text.frontend import has_words
 
 if TYPE_CHECKING:
     from polyvox.backends.fair_queue import Listener

@@ -14,6 +14,7 @@ from polyvox import __version__
 from polyvox.cli.bench import add_bench
 from polyvox.cli.checkpoint import register as add_checkpoint
 from polyvox.cli.flags import Parser
+from polyvox.cli.keys import register as add_keys
 from polyvox.cli.say import add_say
 from polyvox.cli.serve import add_serve
 from polyvox.startup import StartupError
@@ -30,6 +31,7 @@ SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {
     "say": add_say,
     "bench": add_bench,
     "checkpoint": add_checkpoint,
+    "keys": add_keys,
 }
 
 

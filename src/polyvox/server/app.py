@@ -16,6 +16,7 @@ from polyvox import __version__
 from polyvox.backends.base import Backend
 from polyvox.cache import describe_cache
 from polyvox.server import catalog, ui
+from polyvox.server.admin import keys as admin_keys
 from polyvox.server.admin import lexicon, lora
 from polyvox.server.app_state import AppState, app_state
 from polyvox.server.auth import AuthMiddleware, KeyRing
@@ -25,12 +26,15 @@ from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import fresh_reads, health, state_url
 from polyvox.server.lifecycle.draining import Lifecycle
 from polyvox.server.lifecycle.supervisor import BackendSupervisor
-from polyvox.server.metrics import Metrics, MetricsMiddleware
+from polyvox.server.metrics import MetricsMiddleware
 from polyvox.server.request_id import RequestIdMiddleware
 from polyvox.server.speech import route as speech_route
 from polyvox.server.speech.caching import open_store
 from polyvox.server.speech.streaming import quiet_cut_streams
 from polyvox.server.speech.synthesis import SpeechService
+from polyvox.server.uttera_metrics import install_compat_metrics, metrics_for
+from polyvox.server.tenancy.key_store import open_key_store
+from polyvox.server.tenancy.key_table import KeyTable
 from polyvox.server.voice_routes import consents, voices
 from polyvox.server.websocket import route as websocket_route
 from polyvox.settings import Settings
@@ -106,7 +110,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
         from polyvox.backends.factory import build_backend
 
         backend = build_backend(settings)
-    metrics = Metrics()
+    metrics = metrics_for(settings)
     log.info("%s", describe_cache(settings))
     app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan)
     lifecycle = Lifecycle()
@@ -126,6 +130,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
         backend=backend,
         metrics=metrics,
         keyring=KeyRing.from_settings(settings),
+        keys=KeyTable(open_key_store(settings)),
         lifecycle=lifecycle,
         voices=registry,
         service=SpeechService(backend, settings, metrics, registry, cache_store, lifecycle),
@@ -145,6 +150,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.include_router(websocket_route.router)
     app.include_router(lexicon.router)
     app.include_router(lora.router)
+    app.include_router(admin_keys.router)
     app.include_router(health.router)
     if settings.ui:
         ui.install(app)
@@ -156,5 +162,6 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
+    install_compat_metrics(app, metrics)  # metrics_compat's request counts, beside polyvox's
     app.add_middleware(RequestIdMiddleware)
     return app

@@ -1,13 +1,16 @@
 """API-key authentication: bearer keys from settings, the environment or a key file, and admin keys
 for `/admin/*` and voice management (POST/PUT/PATCH/DELETE under `/v1/audio/voices`, `/v1/voices`
-and `/v1/audio/voice_consents`).
+and `/v1/audio/voice_consents`); and named keys (`server.tenancy`), each with its scopes (`speech`:
+the speech routes and the WebSocket; `voices`: the voice and consent routes; `admin`: everything).
 
 `AuthMiddleware` checks every HTTP request and WebSocket handshake before routing, so every route,
 including ones added later, is guarded unless it is in `OPEN_PATHS` (health, readiness, metrics, the
 API docs, the playground page), and a caller without a key learns nothing of the routes: 401 comes
 before any 404, 405 or trailing-slash redirect. `public_model_list` leaves the model and voice lists
 (`PUBLIC_LIST_PATHS`) readable without a key. A WebSocket handshake may offer its key as a subprotocol
-instead (`websocket_key`), as browsers can. With no key configured at all the server is open.
+instead (`websocket_key`), as browsers can. With no key configured at all (none in the settings, no
+named key stored) the server is open. The caller found (`tenancy.caller.Caller`) is left in the
+request's scope for the routes.
 Answers are OpenAI-shaped: 401 for a missing or unknown key, 403 for a valid key on an admin route
 that is not an admin key.
 """
@@ -28,6 +31,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError, error_response
+from polyvox.server.tenancy.caller import ANONYMOUS, PUBLIC, SETTINGS_KEY_NAME, Caller, remember
+from polyvox.server.tenancy.keys import Scope as KeyScope
 from polyvox.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -43,6 +48,7 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The model and voice lists `public_model_list` opens (and one model's card); never a voice's details.
 PUBLIC_LIST_PATHS = frozenset({"/v1/models", "/v1/audio/models", "/v1/audio/voices", "/v1/voices"})
 MODEL_CARD_PREFIX = "/v1/models/"
+SPEECH_PREFIX = "/v1/audio/speech"
 WEBSOCKET_KEY_PREFIX = "polyvox.key."
 
 
@@ -126,28 +132,53 @@ def is_public_list(method: str, path: str) -> bool:
     return path in PUBLIC_LIST_PATHS or bool(model_id and "/" not in model_id)
 
 
-def authorize(request: HTTPConnection) -> None:
-    """Raise APIError 401 / 403 unless the request (or WebSocket handshake) may use this path."""
+def required_scope(method: str, path: str) -> KeyScope | None:
+    """The scope a named key needs for this path (None: any valid key)."""
+    if path.startswith(ADMIN_PREFIXES) or path == "/admin":
+        return "admin"
+    if path.startswith(VOICE_ADMIN_PREFIXES):
+        return "voices"
+    if path.startswith(SPEECH_PREFIX):
+        return "speech"
+    return None
+
+
+def _refused() -> APIError:
+    return APIError(
+        401,
+        "missing or incorrect API key: send `Authorization: Bearer <key>`",
+        code="invalid_api_key",
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+async def authorize(request: HTTPConnection) -> Caller:
+    """Who the request (or WebSocket handshake) comes from; APIError 401 / 403 unless it may use this
+    path. Keys from the settings are checked first (no store is read for them), then named keys."""
     path = request.url.path
     if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
-        return
+        return ANONYMOUS
+    state = app_state(request.app)
     method = request.scope.get("method", "GET")  # a WebSocket handshake has none
-    if app_state(request.app).settings.public_model_list and is_public_list(method, path):
-        return
-    ring = app_state(request.app).keyring
-    if ring.open:
-        return
+    ring, table = state.keyring, state.keys
     token = _bearer(request)
     digest = _digest(token) if token is not None else None
-    if digest is None or not ring.is_valid(digest):
-        raise APIError(
-            401,
-            "missing or incorrect API key: send `Authorization: Bearer <key>`",
-            code="invalid_api_key",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    if needs_admin(method, path) and ring.admin_keys and not ring.is_admin(digest):
-        raise APIError(403, f"{method} {path} needs an admin API key", code="admin_key_required")
+    if digest is not None and ring.is_valid(digest):
+        if needs_admin(method, path) and ring.admin_keys and not ring.is_admin(digest):
+            raise APIError(403, f"{method} {path} needs an admin API key", code="admin_key_required")
+        return Caller(SETTINGS_KEY_NAME, admin=ring.is_admin(digest) or not ring.admin_keys)
+    named = await table.lookup(digest.hex()) if digest is not None else None
+    if named is None:
+        if state.settings.public_model_list and is_public_list(method, path):
+            return PUBLIC
+        if ring.open and table.empty:
+            return ANONYMOUS
+        raise _refused()
+    scope = required_scope(method, path)
+    if scope is not None and not named.allows(scope):
+        code = "admin_key_required" if scope == "admin" else "insufficient_scope"
+        raise APIError(403, f"{method} {path} needs a key with the {scope!r} scope", code=code)
+    return Caller.named(named)
 
 
 class AuthMiddleware:
@@ -160,7 +191,7 @@ class AuthMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
             try:
-                authorize(HTTPConnection(scope))
+                remember(scope, await authorize(HTTPConnection(scope)))
             except APIError as refusal:
                 metrics = app_state(scope["app"]).metrics
                 metrics.errors.labels(type=refusal.code or refusal.type).inc()

@@ -1,14 +1,23 @@
 """Prometheus metrics, one registry per app (so tests can build many apps), and the ASGI middleware
 that counts every request by route and status and times it to its last byte. With several API
 processes on one port (prometheus_client's multiprocess mode) the counts live in shared files and a
-scrape of any process answers the sums over all of them."""
+scrape of any process answers the sums over all of them. prometheus_client's process (`process_*`) and
+platform (`python_info`) collectors describe the process that answers the scrape, in either mode."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
@@ -85,6 +94,11 @@ class Metrics:
             "polyvox_cache_bytes", "Bytes in the audio cache.", registry=r, multiprocess_mode="livemostrecent"
         )
         self.registry.register(_EncodersCollector())
+        # This process's own CPU, memory and file descriptors, and its Python: in multiprocess mode those
+        # of the API process that answers the scrape (prometheus_client's docs: a process collector cannot
+        # add up processes), never a sum.
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
 
     def exposition(self) -> bytes:
         """What a scrape of `/metrics` answers, in the Prometheus text format."""
@@ -97,6 +111,16 @@ class Metrics:
     def admission_changed(self, running: int, waiting: int) -> None:
         self.in_flight.set(running)
         self.queue_depth.set(waiting)
+
+    def synthesis_done(self, response_format: str, route: str, cache: str, engine_s: float | None) -> None:
+        """A speech answer sent whole: its format, X-Route and X-Cache values and the seconds spent waiting
+        for the engine's audio (None when replayed from the cache). Counted only by `metrics_compat`'s series
+        (`server/uttera_metrics.py`)."""
+
+    def synthesis_done(self, response_format: str, route: str, cache: str, engine_s: float | None) -> None:
+        """A speech answer sent whole: its format, X-Route and X-Cache values and the seconds spent waiting
+        for the engine's audio (None when replayed from the cache). Counted only by `metrics_compat`'s series
+        (`server/uttera_metrics.py`)."""
 
 
 class _EncodersCollector(Collector):
@@ -119,13 +143,15 @@ def _with_shared_files(registry: CollectorRegistry, shared_dir: str) -> Collecto
     return scraped
 
 
-def _route_label(app: ASGIApp, scope: Scope) -> str:
-    """The matched route's path template, so label cardinality stays bounded."""
+def _route_label(app: ASGIApp, scope: Scope, received: Scope) -> str:
+    """The matched route's path template, so label cardinality stays bounded; a mount's own path (the
+    playground's assets: `/ui/assets`) for the files under it. `received` is the scope as the request
+    came in: a mount rewrites `scope`'s root path on the way down, after which nothing matches it."""
     route = scope.get("route")
     if route is not None and hasattr(route, "path"):
         return route.path
     for candidate in getattr(getattr(app, "router", None), "routes", ()):
-        match, _ = candidate.matches(scope)
+        match, _ = candidate.matches(received)
         path = getattr(candidate, "path", None)  # an included router has none
         if match is Match.FULL and path is not None:
             return path
@@ -145,6 +171,7 @@ class MetricsMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        received = dict(scope)
         status = 500
 
         async def send_wrapper(message: Message) -> None:
@@ -156,6 +183,6 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            route = _route_label(self.root, scope)
+            route = _route_label(self.root, scope, received)
             self.metrics.requests.labels(route=route, method=scope["method"], status=str(status)).inc()
             self.metrics.latency.labels(route=route).observe(time.perf_counter() - started)

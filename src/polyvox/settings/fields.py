@@ -333,6 +333,12 @@ class Settings(BaseSettings):
 
     ui: bool = Field(True, description="Serve the web playground at / and /ui (its API calls need a key).")
 
+    metrics_compat: Literal["none", "uttera"] = Field(
+        "none",
+        description="Also export another server's series on /metrics, for dashboards built on them: uttera "
+        "(uttera-tts-vllm's uttera_tts_* names and labels).",
+    )
+
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
     log_format: Literal["text", "json"] = Field(
         "text",

@@ -12,7 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from polyvox.backends.base import Backend
 from polyvox.server.app_state import app_state
 from polyvox.server.deps import get_backend, get_metrics
-from polyvox.server.errors import APIError
+from polyvox.server.errors import APIError, error_response
 from polyvox.server.metrics import Metrics
 from polyvox.startup import STAGES
 from polyvox.voices.freeze_at_start import FREEZE_STAGE
@@ -27,21 +27,37 @@ async def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/ready")
-async def ready(request: Request, backend: Backend = Depends(get_backend)) -> dict[str, Any]:
+@router.get("/ready", response_model=None)
+async def ready(request: Request, backend: Backend = Depends(get_backend)) -> dict[str, Any] | Response:
     """Ready to synthesise: the engine has started and warmed up, and the server is not draining. With
     data-parallel engine ranks: 200 "ready" when every rank is up, 200 "degraded" naming the ranks
     down (restarting) when some are, 503 when none is. 200 "degraded" with `voices_problem` while
     `voices.json` cannot be read: the voices read before it broke keep serving, so the server stays in
-    service (a typo in a file several servers share must not take them all out), and says why here."""
+    service (a typo in a file several servers share must not take them all out), and says why here.
+
+    A 503 here is returned, not raised: it answers a probe, so `polyvox_errors_total` leaves it out."""
+    if (refusal := _not_ready(request, backend)) is not None:
+        return error_response(refusal)
+    state = app_state(request.app)
+    answer: dict[str, Any] = {"status": "ready", "engine": backend.info.name, "model": backend.info.model_id}
+    down = [number for number, rank in enumerate(backend.engine_ranks()) if not rank.up]
+    if down:  # some data-parallel ranks are restarting; the others serve
+        answer.update(status="degraded", ranks_down=down)
+    if (problem := state.voices.problem) is not None:
+        answer.update(status="degraded", voices_problem=problem)
+    return answer
+
+
+def _not_ready(request: Request, backend: Backend) -> APIError | None:
+    """Why the server cannot take speech requests now (a 503), or None when it can."""
     state = app_state(request.app)
     if state.lifecycle.draining:
-        raise APIError(503, "the server is shutting down", code="shutting_down")
+        return APIError(503, "the server is shutting down", code="shutting_down")
     if not backend.ready:
         if failure := state.backend_failure:
-            raise APIError(503, f"the engine failed to start: {failure}", code="engine_failed")
+            return APIError(503, f"the engine failed to start: {failure}", code="engine_failed")
         if state.supervisor.restarting:
-            raise APIError(
+            return APIError(
                 503,
                 "the engine is restarting after a failure",
                 code="engine_restarting",
@@ -50,21 +66,15 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
         # an engine process's stage (it said which), else one running here (an engine in this process)
         current = next((rank.stage for rank in backend.engine_ranks() if rank.stage), None) or STAGES.current
         starting = f"the engine is still starting: {current}" if current else "the engine is still starting"
-        raise APIError(503, starting, code="engine_not_ready", headers={"Retry-After": "5"})
+        return APIError(503, starting, code="engine_not_ready", headers={"Retry-After": "5"})
     if state.freezing_voices:  # freeze_voices_at_start: the engine serves, not yet ready
-        raise APIError(
+        return APIError(
             503,
             f"the server is still starting: {STAGES.current or FREEZE_STAGE}",
             code="engine_not_ready",
             headers={"Retry-After": "5"},
         )
-    answer: dict[str, Any] = {"status": "ready", "engine": backend.info.name, "model": backend.info.model_id}
-    down = [number for number, rank in enumerate(backend.engine_ranks()) if not rank.up]
-    if down:  # some data-parallel ranks are restarting; the others serve
-        answer.update(status="degraded", ranks_down=down)
-    if (problem := state.voices.problem) is not None:
-        answer.update(status="degraded", voices_problem=problem)
-    return answer
+    return None
 
 
 @router.get("/metrics")

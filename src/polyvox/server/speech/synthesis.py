@@ -276,15 +276,19 @@ class SpeechService:
             self.metrics.input_chars.inc(len(job.request.text))
         keep: list[np.ndarray] | None = [] if job.cache_status == "MISS" else None
         first = True
+        waited = 0.0  # for the engine's audio (metrics_compat's inference time)
         try:
             while True:
+                asked = time.perf_counter()
                 try:
-                    async with asyncio.timeout(deadline - time.perf_counter()):
+                    async with asyncio.timeout(deadline - asked):
                         chunk = await anext(chunks)
                 except StopAsyncIteration:
                     break
                 except TimeoutError as exc:
                     raise DeadlineExceeded(self.settings.request_timeout_s) from exc
+                finally:
+                    waited += time.perf_counter() - asked
                 samples = np.asarray(chunk, dtype=np.float32).reshape(-1)
                 seconds = samples.size / in_rate / job.pipeline_speed
                 job.audio_seconds += seconds
@@ -306,6 +310,8 @@ class SpeechService:
                 if first:
                     self._observe_ttfa(job)
                 yield tail
+            engine_s = None if job.cached is not None else waited
+            self.metrics.synthesis_done(job.fmt.name, job.route, job.cache_status, engine_s)
         finally:
             # Not left to the garbage collector: a cut stream's frame can sit in a reference cycle (its
             # cancellation's traceback) until a full collection, holding the encoder and the audio kept
