@@ -11,6 +11,12 @@ class BackendOverloaded(BackendError):
     """The engine cannot take more work now (429)."""
 
 
+class AudioLost(BackendError):
+    """The engine lost a request after some of its audio had come back (the engine process serving it
+    died). A caller that has passed none of that audio on may run the request again from its start,
+    with its seed; otherwise a 500, as any BackendError."""
+
+
 class BackendInputError(ValueError):
     """The request is well-formed but this engine cannot serve it (422). `param` names the field at fault."""
 

@@ -34,7 +34,7 @@ from polyvox.backends.base import (
     ReferenceAudio,
     SynthesisRequest,
 )
-from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded
+from polyvox.backends.errors import AudioLost, BackendError, BackendInputError, BackendOverloaded
 from polyvox.batching.async_core import AsyncBatchingCore
 from polyvox.batching.config import BatchingConfig
 from polyvox.batching.errors import EngineError, EngineInputError, EngineOverloaded
@@ -42,6 +42,7 @@ from polyvox.batching.stats import BatchingStats
 from polyvox.engine_core.adapters import AdapterOptions
 from polyvox.engine_core.contract import Engine
 from polyvox.engine_core.in_thread import InThreadEngine
+from polyvox.engine_core.link import LostMidAudio
 from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE, SHORTEST_INPUT
 from polyvox.engine_core.request import EngineReference, EngineRequest
@@ -369,6 +370,8 @@ def api_errors() -> Iterator[None]:
         raise BackendInputError(exc.message, param=exc.param, code=exc.code) from exc
     except EngineOverloaded as exc:
         raise BackendOverloaded(str(exc)) from exc
+    except LostMidAudio as exc:
+        raise AudioLost(str(exc)) from exc
     except EngineError as exc:
         raise BackendError(str(exc)) from exc
 

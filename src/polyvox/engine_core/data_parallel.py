@@ -5,7 +5,8 @@ up. Of the requests the dead rank held, those none of whose audio had come back 
 being prefilled, or sent as it died) are sent again, with the same sampling seed (one is fixed here for a
 request without one), to a live rank, or, with none up, to the first that comes back (the server's
 deadline bounds the wait); a request is sent at most `MAX_SENDS` times, so an input that kills every rank
-it reaches stops there. Those that had audio end with `EngineDied`: their stream is cut.
+it reaches stops there. Those that had audio end with `LostMidAudio`: a stream's client has some of it,
+so it is cut; a whole file not yet sent is run again from its start by the server.
 
 With `connect=True` (an API process behind `api_server_count`), the ranks are processes the launcher
 owns and restarts, at `socket_dir`: each is a `ConnectedEngineClient`, routed on the loads every API
@@ -27,7 +28,7 @@ import numpy as np
 from polyvox.batching.errors import EngineError
 from polyvox.engine_core.client import EngineClient, engine_address
 from polyvox.engine_core.connected import ConnectedEngineClient
-from polyvox.engine_core.link import EngineDied
+from polyvox.engine_core.link import EngineDied, LostMidAudio
 from polyvox.engine_core.model_spec import ModelSpec
 from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.request import EngineRequest
@@ -159,7 +160,9 @@ class DataParallelEngine:
                     yield chunk
                 return
             except EngineDied as exc:
-                if audio or sends >= MAX_SENDS:
+                if audio:
+                    raise LostMidAudio(str(exc)) from exc
+                if sends >= MAX_SENDS:
                     raise
                 self.router.rerouted_from(rank, exc.reason)
                 log.info("request %s (piece %s) sent again: %s", request.request_id, request.piece, exc)

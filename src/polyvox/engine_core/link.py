@@ -30,6 +30,12 @@ class EngineDied(EngineError):
     reason = "rank_died"  # why a request that had no audio yet was sent again (a metric's label)
 
 
+class LostMidAudio(EngineDied):
+    """The rank serving the request died after some of its audio had come back. It is not sent again by
+    the engine: only its caller knows whether that audio went on (a stream's client has it) or can be
+    thrown away and the request run again from its start, with its seed (a whole file not yet sent)."""
+
+
 class SendFailed(EngineDied):
     """The request could not be sent: the engine was found down, or its socket closed, on the way."""
 

@@ -10,10 +10,12 @@ import contextlib
 import functools
 import hashlib
 import logging
+import random
 import re
 import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Iterator
+from dataclasses import replace
 from typing import TypeVar
 
 import anyio
@@ -30,6 +32,7 @@ from polyvox.backends.base import (
     ReferenceAudio,
     SynthesisRequest,
 )
+from polyvox.backends.errors import AudioLost
 from polyvox.backends.text_pipeline import PieceStream
 from polyvox.cache import AudioStore
 from polyvox.logs import request_id_var
@@ -55,6 +58,11 @@ log = logging.getLogger(__name__)
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 T = TypeVar("T")
+
+# A whole-file answer's runs at most: its first, and one more after an engine process died under it
+# holding some of its audio (two deaths in one answer are rare; an input that kills every engine
+# process it reaches stops there).
+WHOLE_ANSWER_RUNS = 2
 
 
 class SpeechService:
@@ -328,9 +336,24 @@ class SpeechService:
 
     async def whole(self, job: SpeechJob) -> bytes:
         """The complete file of a job not streamed: its header made exact by the muxer once the audio
-        is all there (FLAC STREAMINFO, MP3 Xing, WAV sizes), as a file reader expects."""
-        async with contextlib.aclosing(self.audio(job)) as pieces:
-            return b"".join([piece async for piece in pieces])
+        is all there (FLAC STREAMINFO, MP3 Xing, WAV sizes), as a file reader expects.
+
+        Nothing of it reaches the client before the end, so an answer whose audio the engine lost part
+        of (`AudioLost`: the engine process serving a piece died after some of that piece's audio had
+        come back) is run again from its start, within its deadline and with its seed (fixed here for
+        a request without one), so it is the same answer; up to `WHOLE_ANSWER_RUNS` runs."""
+        if job.cached is None and job.request.seed is None:
+            job.request = replace(job.request, seed=random.getrandbits(31))
+        for run in range(1, WHOLE_ANSWER_RUNS + 1):
+            try:
+                async with contextlib.aclosing(self.audio(job)) as pieces:
+                    return b"".join([piece async for piece in pieces])
+            except AudioLost as exc:
+                if run == WHOLE_ANSWER_RUNS:
+                    raise
+                log.warning("speech %s run again from its start: %s", job.request.request_id, exc)
+                job.audio_seconds = 0.0
+        raise AssertionError("unreachable")
 
 
 def _check_lengths(limit: int, **fields: str | None) -> None:
