@@ -19,7 +19,7 @@ from polyvox.batching.config import BatchingConfig
 from polyvox.batching.model_runner import ModelRunner, StepPatches
 from polyvox.batching.scheduler import Scheduler
 from polyvox.batching.sequence import PromptLike, SamplingParams, Sequence, SequenceStatus
-from polyvox.batching.stats import BatchingStats
+from polyvox.batching.stats import BATCH_SIZE_BOUNDS, STEP_SECONDS_BOUNDS, BatchingStats, bucket_of
 from polyvox.models.voxcpm2.audio_vae import AudioVAE
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
@@ -85,6 +85,8 @@ class BatchingCore:
         self._steps = self._patches = 0
         self._step_time = self._last_step_s = 0.0
         self._last_batch = 0
+        self._step_s_counts = [0] * (len(STEP_SECONDS_BOUNDS) + 1)
+        self._batch_size_counts = [0] * (len(BATCH_SIZE_BOUNDS) + 1)
 
     def add_request(self, prompt: PromptLike, params: SamplingParams, request_id: str = "") -> Sequence:
         """Queue a request. Its `max_len` is cut to what fits the LM's positions (the RoPE table):
@@ -135,6 +137,8 @@ class BatchingCore:
         self._last_batch = len(outputs)
         self._last_step_s = done_at - t0
         self._step_time += self._last_step_s
+        self._step_s_counts[bucket_of(STEP_SECONDS_BOUNDS, self._last_step_s)] += 1
+        self._batch_size_counts[bucket_of(BATCH_SIZE_BOUNDS, self._last_batch)] += 1
         # what a step costs lately (a moving average over every step), for the adaptive prefill policy
         last, estimate = self._last_step_s, self.scheduler.step_estimate_s
         self.scheduler.step_estimate_s = last if estimate == 0 else 0.8 * estimate + 0.2 * last
@@ -182,6 +186,9 @@ class BatchingCore:
             last_step_s=self._last_step_s,
             mean_batch_size=self._patches / steps,
             mean_step_s=self._step_time / steps,
+            step_s_counts=list(self._step_s_counts),
+            step_s_total=self._step_time,
+            batch_size_counts=list(self._batch_size_counts),
         )
 
     def generate(

@@ -1,6 +1,7 @@
 """Prometheus view of the batching engine, read at scrape time from the back end's `engine_ranks()`,
 each series labelled by data-parallel `rank`: running and waiting requests, batch size, KV blocks,
-prefix-cache hits, step time and preemptions; whether the rank is up, its restarts, the requests
+prefix-cache hits, step time and preemptions (the step time and batch size also as histograms of every
+step since the rank started); whether the rank is up, its restarts, the requests
 routed to it (`reason`: affinity, to the rank that last served the voice's prompt, or load) and those
 sent again elsewhere because it went away before they had audio (`reason`: rank_died, send_failed).
 Back ends that do not batch (the embedded voice) have no ranks and export nothing here.
@@ -14,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from polyvox.backends.base import Backend
+from polyvox.batching.stats import BATCH_SIZE_BOUNDS, STEP_SECONDS_BOUNDS
 from polyvox.engine_core.router import (
     REROUTE_REASONS,
     REROUTED_REQUESTS,
@@ -48,6 +50,15 @@ COUNTERS: dict[str, str] = {
     "prefix_cache_queries": "Prompt blocks looked up in the prefix cache.",
     "prefix_cache_hits": "Prompt blocks found in the prefix cache.",
 }
+
+
+def _buckets(bounds: tuple[float, ...], counts: list[int]) -> list[tuple[str, float]]:
+    """Prometheus' cumulative buckets ("le" and the count at or below it) from counts per bucket."""
+    cumulative, total = [], 0
+    for bound, count in zip((*map(str, map(float, bounds)), "+Inf"), counts, strict=True):
+        total += count
+        cumulative.append((bound, float(total)))
+    return cumulative
 
 
 def _values(stats: BatchingStats) -> dict[str, float]:
@@ -92,6 +103,12 @@ class BatchingStatsCollector(Collector):
             name: CounterMetricFamily(f"polyvox_engine_{name}", doc, labels=["rank"])
             for name, doc in COUNTERS.items()
         }
+        step_time = HistogramMetricFamily(
+            "polyvox_engine_step_duration_seconds", "Duration of each engine step.", labels=["rank"]
+        )
+        batch_size = HistogramMetricFamily(
+            "polyvox_engine_step_batch_size", "Requests that produced a patch in each step.", labels=["rank"]
+        )
         for rank, state in enumerate(ranks):
             label = str(rank)
             up.add_metric([label], 1.0 if state.up else 0.0)
@@ -102,6 +119,13 @@ class BatchingStatsCollector(Collector):
                 rerouted.add_metric([label, reason], state.rerouted.get(reason, 0))
             if state.stats is None:
                 continue
+            stats = state.stats
+            step_time.add_metric(
+                [label], _buckets(STEP_SECONDS_BOUNDS, stats.step_s_counts), stats.step_s_total
+            )
+            batch_size.add_metric(
+                [label], _buckets(BATCH_SIZE_BOUNDS, stats.batch_size_counts), stats.patches
+            )
             for name, value in _values(state.stats).items():
                 family = gauges.get(name) or counters[name]
                 family.add_metric([label], value)
@@ -112,3 +136,5 @@ class BatchingStatsCollector(Collector):
             yield rerouted
         yield from gauges.values()
         yield from counters.values()
+        yield step_time
+        yield batch_size
