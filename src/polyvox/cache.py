@@ -30,8 +30,10 @@ from typing import Protocol
 import numpy as np
 
 from polyvox.backends.base import Backend, SynthesisRequest
+from polyvox.dir_format import DirectoryFormat, DirectoryFormatError
 from polyvox.settings import Settings
 from polyvox.settings.uttera import UTTERA_CACHE_TTL, uttera_turns_cache_off
+from polyvox.startup import StartupError
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +116,11 @@ class AudioStore(Protocol):
     def put(self, key: str, samples: np.ndarray, sample_rate: int) -> bool: ...
 
 
+# The directory's format is its entries' (each `<key>.pcm` names CACHE_FORMAT in its header; one of
+# another format is a miss, and removed).
+CACHE_DIR_FORMAT = DirectoryFormat("cache_dir", CACHE_FORMAT)
+
+
 class AudioCache:
     """A directory of `<key>.pcm` files with an in-memory LRU index; every method is thread-safe.
 
@@ -137,6 +144,7 @@ class AudioCache:
         self._last_warning = 0.0
         self.directory.mkdir(parents=True, exist_ok=True)
         self._probe()
+        CACHE_DIR_FORMAT.ensure(self.directory)
         self._scan()
 
     @property
@@ -278,10 +286,13 @@ def open_cache(
     on_change: Callable[[int, int], None] | None = None,
 ) -> AudioCache | None:
     """The cache in `directory` (default: ~/.cache/polyvox/audio), or None with a warning when the
-    directory cannot be created or written: the server then runs without a cache."""
+    directory cannot be created or written: the server then runs without a cache. StartupError when a
+    newer polyvox wrote the directory."""
     path = directory or default_cache_dir()
     try:
         return AudioCache(path, max_bytes, ttl_minutes * 60.0, on_change)
+    except DirectoryFormatError as exc:
+        raise StartupError(str(exc)) from exc
     except OSError as exc:
         log.warning("audio cache disabled: %s is not writable (%s)", path, exc.strerror or exc)
         return None

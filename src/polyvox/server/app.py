@@ -22,6 +22,7 @@ from polyvox.server.app_state import AppState, app_state
 from polyvox.server.auth import AuthMiddleware, KeyRing
 from polyvox.server.batching_metrics import BatchingStatsCollector
 from polyvox.server.body_deadline import BodyDeadlineMiddleware
+from polyvox.server.build_info import BuildInfoCollector
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import fresh_reads, health, state_url
 from polyvox.server.lifecycle.draining import Lifecycle
@@ -140,6 +141,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     )
     metrics.registry.register(VoiceCollector(registry, backend))
     metrics.registry.register(BatchingStatsCollector(backend))
+    metrics.registry.register(BuildInfoCollector())
     install_error_handlers(app)
     quiet_cut_streams()  # a stream cut by its deadline is an answered outcome, not an app error
     voices.install_voice_errors(app)

@@ -23,6 +23,7 @@ import anyio
 from polyvox.audio.errors import AudioDecodeError
 from polyvox.backends.base import OPENAI_VOICES, Backend, BackendInfo, ReferenceAudio
 from polyvox.backends.errors import BackendInputError
+from polyvox.dir_format import DirectoryFormat, DirectoryFormatError
 from polyvox.file_stamp import FileStamp, file_stamp
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
@@ -84,6 +85,10 @@ class ReloadReport:
     problems: list[str] = field(default_factory=list)
 
 
+# The voices directory's layout (voices.json, uploads/, builtin/, consents): 1 since format versions began.
+VOICES_FORMAT = DirectoryFormat("voices_dir", 1)
+
+
 def open_voices_dir(root: Path, default: bool) -> VoiceStore:
     """The voices directory `root` (the `voices_dir` setting, or its `default`), checked at start: made
     if need be, readable and writable, its `voices.json` readable and well-formed. StartupError naming
@@ -91,6 +96,9 @@ def open_voices_dir(root: Path, default: bool) -> VoiceStore:
     setting = f"voices_dir (default {root})" if default else f"voices_dir = {root}"
     try:
         store = VoiceStore(root)
+        VOICES_FORMAT.ensure(root)
+    except DirectoryFormatError as exc:
+        raise StartupError(str(exc)) from exc
     except OSError as exc:
         reason = "not a directory" if root.exists() and not root.is_dir() else exc.strerror or str(exc)
         raise StartupError(
