@@ -138,7 +138,9 @@ def polyvox_keys(voices: Path, *args: str) -> str:
 
 def test_the_cli_makes_lists_and_revokes_keys_a_running_server_honours(servers) -> None:
     voices, url, _ = servers
-    made = json.loads(polyvox_keys(voices, "create", "team-cli", "--rpm", "7", "--max-streams", "2", "--json"))
+    made = json.loads(
+        polyvox_keys(voices, "create", "team-cli", "--rpm", "7", "--max-streams", "2", "--json")
+    )
     assert speak(url, made["key"])[:4] == b"RIFF"
     listed = polyvox_keys(voices, "list")
     assert "team-cli" in listed and "rpm=7" in listed and made["key"] not in listed

@@ -34,8 +34,9 @@ from polyvox.server.speech.caching import open_store
 from polyvox.server.speech.streaming import quiet_cut_streams
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.uttera_metrics import install_compat_metrics, metrics_for
-from polyvox.server.tenancy.key_store import open_key_store
-from polyvox.server.tenancy.key_table import KeyTable
+from polyvox.server.tenancy import usage_route
+from polyvox.server.tenancy.service import Tenancy
+from polyvox.server.tenancy.streams import StreamLimitMiddleware
 from polyvox.server.voice_routes import consents, voices
 from polyvox.server.websocket import route as websocket_route
 from polyvox.settings import Settings
@@ -131,7 +132,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
         backend=backend,
         metrics=metrics,
         keyring=KeyRing.from_settings(settings),
-        keys=KeyTable(open_key_store(settings)),
+        tenancy=Tenancy.build(settings, metrics.registry, shared.connection if shared else None),
         lifecycle=lifecycle,
         voices=registry,
         service=SpeechService(backend, settings, metrics, registry, cache_store, lifecycle),
@@ -153,6 +154,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.include_router(lexicon.router)
     app.include_router(lora.router)
     app.include_router(admin_keys.router)
+    app.include_router(usage_route.router)
     app.include_router(health.router)
     if settings.ui:
         ui.install(app)
@@ -161,6 +163,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     # request id, outermost, names every answer and log line.
     state_url.install(app, shared, metrics)  # with state_url, the guard (inside auth)
     fresh_reads.install(app, copy)  # reads see what any server sharing the state wrote (inside auth)
+    app.add_middleware(StreamLimitMiddleware)  # a named key's streams (inside auth, which names it)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)

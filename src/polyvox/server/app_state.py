@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from polyvox.server.lifecycle.supervisor import BackendSupervisor
     from polyvox.server.metrics import Metrics
     from polyvox.server.speech.synthesis import SpeechService
-    from polyvox.server.tenancy.key_table import KeyTable
+    from polyvox.server.tenancy.service import Tenancy
     from polyvox.settings import Settings
     from polyvox.state.replica_sync import ReplicaSync
     from polyvox.text.lexicon import Lexicon
@@ -31,7 +31,7 @@ class AppState:
     backend: Backend
     metrics: Metrics
     keyring: KeyRing  # the keys of the settings
-    keys: KeyTable  # named keys (`polyvox keys`, /admin/keys)
+    tenancy: Tenancy  # named keys, their limits and usage
     lifecycle: Lifecycle  # the drain
     voices: VoiceRegistry
     service: SpeechService

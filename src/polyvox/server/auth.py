@@ -160,7 +160,7 @@ async def authorize(request: HTTPConnection) -> Caller:
         return ANONYMOUS
     state = app_state(request.app)
     method = request.scope.get("method", "GET")  # a WebSocket handshake has none
-    ring, table = state.keyring, state.keys
+    ring, table = state.keyring, state.tenancy.keys
     token = _bearer(request)
     digest = _digest(token) if token is not None else None
     if digest is not None and ring.is_valid(digest):

@@ -73,7 +73,7 @@ class KeyDeleted(BaseModel):
 
 @router.post("", status_code=201)
 async def create_key(body: KeyCreate, request: Request) -> KeyCreated:
-    table = app_state(request.app).keys
+    table = app_state(request.app).tenancy.keys
     try:
         scopes = tuple(body.scopes) if body.scopes is not None else None
         secret, key = new_key(body.name, scopes, KeyLimits(**body.limits.model_dump()))
@@ -87,14 +87,14 @@ async def create_key(body: KeyCreate, request: Request) -> KeyCreated:
 
 @router.get("")
 async def list_keys(request: Request) -> KeyList:
-    table = app_state(request.app).keys
+    table = app_state(request.app).tenancy.keys
     keys = await anyio.to_thread.run_sync(table.store.all)
     return KeyList(data=[KeyItem.of(table.with_recent_use(key)) for key in keys])
 
 
 @router.delete("/{key_id}")
 async def revoke_key(key_id: str, request: Request) -> KeyDeleted:
-    table = app_state(request.app).keys
+    table = app_state(request.app).tenancy.keys
     if not await anyio.to_thread.run_sync(table.store.remove, key_id):
         raise APIError(404, f"no key with id {key_id!r}", param="key_id", code="key_not_found")
     await table.refresh()

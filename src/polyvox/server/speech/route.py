@@ -13,6 +13,7 @@ from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.parsing import read_speech_request
 from polyvox.server.speech.streaming import SpeechStreamResponse, audio_stream, sse_stream
 from polyvox.server.speech.synthesis import ClientGone, SpeechService, until_disconnect
+from polyvox.server.tenancy.metering import charge, record
 from polyvox.voices.clips import ClipLimits, clip_rate
 
 router = APIRouter(tags=["speech"])
@@ -58,6 +59,7 @@ async def _speak(
             clip_rate=clip_rate(service.backend.info),
         )
         check_model(body.model, service.backend, settings.accept_any_model)
+        limit_headers = await charge(request, body)  # the key's per-minute limits (429 past them)
         job = await service.prepare(
             body,
             # Streamed, as OpenAI answers by default; one whole file only when asked (`stream: false`).
@@ -67,7 +69,7 @@ async def _speak(
             no_cache=_no_cache(request),
         )
         await service.lookup(job)
-        headers = job.cache_headers()  # and X-Request-Id, which server.request_id adds to every answer
+        headers = job.cache_headers() | limit_headers  # and X-Request-Id (server.request_id adds it)
         try:
             await service.admit(job, request)
         except ClientGone:
@@ -99,6 +101,7 @@ async def _speak(
                 await pieces.aclose()
             finally:
                 service.release(job)
+                await record(request, body, job)
 
         handed_over = True
         return SpeechStreamResponse(content, on_close=close, media_type=media_type, headers=headers)
@@ -107,6 +110,7 @@ async def _speak(
     finally:
         if not handed_over:
             service.release(job)
+            await record(request, body, job)
 
 
 @router.post("/v1/audio/speech", openapi_extra=_SPEECH_BODY)

@@ -1,0 +1,93 @@
+"""Usage per key, per model, per day (UTC): requests, input characters, audio seconds, cache hits.
+Kept where every API process and replica adds to the same rows: an SQLite file in the voices directory
+(`usage.sqlite3`; SQLite serialises writers across processes), or Redis with `state_url`
+(`redis_usage.py`). Blocking calls: the server makes them from a thread."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from polyvox.settings import Settings
+from polyvox.voices.store import default_voices_dir
+
+USAGE_FILE = "usage.sqlite3"
+METRICS = ("requests", "input_characters", "audio_seconds", "cache_hits")
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    key_name: str
+    model: str
+    date: str  # YYYY-MM-DD, UTC
+    requests: int = 0
+    input_characters: int = 0
+    audio_seconds: float = 0.0
+    cache_hits: int = 0
+
+
+class UsageStore(Protocol):
+    def add(self, row: UsageRow) -> None:
+        """Add `row`'s counts to the stored row of its key, model and date."""
+
+    def rows(self, start: dt.date, end: dt.date, key_name: str | None) -> list[UsageRow]:
+        """Rows from `start` to `end` (both included), of one key or (None) all."""
+
+
+class SqliteUsage:
+    def __init__(self, path: Path):
+        self.path = path
+        self._local = threading.local()  # one connection per thread (sqlite3's rule)
+        with self._connect() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS usage (key_name TEXT, model TEXT, date TEXT, requests INTEGER,"
+                " input_characters INTEGER, audio_seconds REAL, cache_hits INTEGER,"
+                " PRIMARY KEY (key_name, model, date))"
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = sqlite3.connect(self.path, timeout=10.0)
+            db.execute("PRAGMA journal_mode=WAL")
+        return db
+
+    def add(self, row: UsageRow) -> None:
+        with self._connect() as db:
+            db.execute(
+                "INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key_name, model, date) DO UPDATE"
+                " SET requests = requests + excluded.requests,"
+                " input_characters = input_characters + excluded.input_characters,"
+                " audio_seconds = audio_seconds + excluded.audio_seconds,"
+                " cache_hits = cache_hits + excluded.cache_hits",
+                (row.key_name, row.model, row.date, row.requests, row.input_characters, row.audio_seconds,
+                 row.cache_hits),
+            )  # fmt: skip
+
+    def rows(self, start: dt.date, end: dt.date, key_name: str | None) -> list[UsageRow]:
+        query = "SELECT * FROM usage WHERE date >= ? AND date <= ?"
+        args = [start.isoformat(), end.isoformat()]
+        if key_name is not None:
+            query += " AND key_name = ?"
+            args.append(key_name)
+        found = self._connect().execute(query + " ORDER BY date, key_name, model", args).fetchall()
+        return [UsageRow(*row) for row in found]
+
+
+def day_of(when: float) -> str:
+    return dt.datetime.fromtimestamp(when, dt.UTC).date().isoformat()
+
+
+def open_usage_store(settings: Settings) -> UsageStore:
+    """Redis' when `state_url` is set (every replica adds to it), else the voices directory's file."""
+    if settings.state_url:
+        from polyvox.server.tenancy.redis_usage import RedisUsage
+
+        return RedisUsage.from_url(settings.state_url)
+    root = settings.voices_dir or default_voices_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    return SqliteUsage(root / USAGE_FILE)
