@@ -29,7 +29,10 @@ RUN groupadd --system --gid 10001 polyvox \
     && chown -R polyvox:polyvox /data
 COPY --from=build /opt/polyvox /opt/polyvox
 COPY deploy/docker/entrypoint.sh /usr/local/bin/polyvox-entrypoint
+# The commit built, for polyvox_build_info: --build-arg POLYVOX_COMMIT=$(git rev-parse --short HEAD).
+ARG POLYVOX_COMMIT=unknown
 ENV PATH=/opt/polyvox/bin:$PATH \
+    POLYVOX_COMMIT=${POLYVOX_COMMIT} \
     PYTHONUNBUFFERED=1 \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility \

@@ -52,3 +52,12 @@ def test_runs_unprivileged_with_a_health_check_and_volumes(name):
     assert re.search(r"^USER 10001:10001$", text, flags=re.M)
     assert "HEALTHCHECK" in text and '"healthcheck"' in text
     assert 'VOLUME ["/data/models", "/data/voices", "/data/cache"]' in text
+
+
+@pytest.mark.parametrize("name", DOCKERFILES)
+def test_the_image_knows_the_commit_it_was_built_from(name):
+    """polyvox_build_info reads POLYVOX_COMMIT: the build argument must reach the final stage's
+    environment (an ARG before the last FROM would not)."""
+    final_stage = (ROOT / name).read_text().rsplit("\nFROM ", 1)[1]
+    assert re.search(r"^ARG POLYVOX_COMMIT=", final_stage, re.M)
+    assert "POLYVOX_COMMIT=${POLYVOX_COMMIT}" in final_stage
