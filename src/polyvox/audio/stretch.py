@@ -17,6 +17,9 @@ _STAGE_MAX = 2.0
 # atempo emits a frame only once it can fill one as long as the input frame (scaled by the speed), so
 # a whole 160 ms chunk would come out a chunk late; 20 ms frames keep the delay to its own window.
 _FRAME_S = 0.02
+# At the end atempo keeps the last part of its window (about 25 ms of output at half speed): silence
+# pushed after the stream carries the real tail out, and the output is cut to the length the speed asks.
+_TAIL_PAD_S = 0.1
 
 
 def atempo_stages(speed: float) -> list[float]:
@@ -36,8 +39,9 @@ class TimeStretcher:
     """Plays a stream of chunks `speed` times faster (speed > 1 shortens) without changing pitch, and
     `pitch` semitones higher (negative: lower) without changing tempo.
 
-    The identity at speed 1.0 and pitch 0. `flush` ends the stream, returns what the filter still holds and
-    readies it for a new one; `close` drops the filter and what it holds (a stream cut short).
+    The identity at speed 1.0 and pitch 0. `flush` ends the stream, returns what the filter still holds
+    (the whole stream is then the input's length divided by the speed) and readies it for a new one;
+    `close` drops the filter and what it holds (a stream cut short).
     """
 
     def __init__(self, sample_rate: int, speed: float, pitch: float = 0.0) -> None:
@@ -49,7 +53,8 @@ class TimeStretcher:
         shift, faster = pitch_filters(sample_rate, pitch)
         self._filters = shift + [("atempo", {"tempo": f"{f:.6f}"}) for f in atempo_stages(speed / faster)]
         self._graph: av.filter.Graph | None = None  # built at a stream's first chunk
-        self._pts = 0
+        self._pts = 0  # samples in
+        self._out = 0  # samples out
 
     def process(self, chunk: np.ndarray) -> np.ndarray:
         chunk = np.asarray(chunk, dtype=np.float32).reshape(-1)
@@ -63,16 +68,22 @@ class TimeStretcher:
             self._graph.push(to_frame(chunk[start : start + step], self.sample_rate, self._pts + start))
             frames += pull_ready(self._graph)
         self._pts += chunk.size
-        return frames_to_array(frames)
+        out = frames_to_array(frames)
+        self._out += out.size
+        return out
 
     def flush(self) -> np.ndarray:
         if self._graph is None:
             return np.zeros(0, dtype=np.float32)
+        pad = np.zeros(round(_TAIL_PAD_S * self.sample_rate), dtype=np.float32)
+        self._graph.push(to_frame(pad, self.sample_rate, self._pts))
         self._graph.push(None)
         out = frames_to_array(pull_ready(self._graph))
+        out = out[: max(0, round(self._pts / self.speed) - self._out)]
         self.close()
         return out
 
     def close(self) -> None:
         self._graph = None
         self._pts = 0
+        self._out = 0
