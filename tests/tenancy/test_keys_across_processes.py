@@ -1,0 +1,110 @@
+"""Named keys, limits and usage on real `polyvox serve` processes with the embedded voice: two API
+processes on one port (`--api-server-count 2`, limits per process, keys and usage in the shared voices
+directory), and two replicas sharing a real redis-server (limits, keys and usage in Redis: exact
+across replicas). One key is throttled while the other is served, usage equals what the test sent,
+a revoked key is refused everywhere within a second."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import httpx
+import pytest
+
+from deploy.cluster import cluster
+from helpers.serve_process import polyvox_serve
+
+pytest.importorskip("polyvox.backends.embedded")
+pytestmark = pytest.mark.timeout(600)
+
+ADMIN = "processes-admin-key"
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def polyvox_keys(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "polyvox.cli", "keys", *args], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def speak(url: str, key: str, text: str) -> httpx.Response:
+    body = {"model": "tts-1", "voice": "alloy", "input": text, "response_format": "wav"}
+    return httpx.post(f"{url}/v1/audio/speech", json=body, headers=bearer(key), timeout=120)
+
+
+def usage_of(url: str, name: str) -> dict:
+    rows = httpx.get(f"{url}/v1/usage", headers=bearer(ADMIN)).json()["data"]
+    return next(row for row in rows if row["key_name"] == name)
+
+
+def test_two_api_processes_throttle_one_key_serve_another_and_count_both(tmp_path) -> None:
+    voices = tmp_path / "voices"
+    flags = ("--api-server-count", "2", "--voices-dir", str(voices), "--admin-api-keys", ADMIN,
+             "--no-cache-enabled", "--log-level", "warning")  # fmt: skip
+    with polyvox_serve(*flags) as (_, url):
+        made = httpx.post(
+            f"{url}/admin/keys",
+            json={"name": "slow", "limits": {"requests_per_minute": 2}},
+            headers=bearer(ADMIN),
+        )
+        assert made.status_code == 201, made.text
+        slow = made.json()
+        fast = json.loads(polyvox_keys("create", "fast", "--voices-dir", str(voices), "--json"))["key"]
+        statuses = Counter()
+        served_chars = 0
+        for n in range(6):
+            text = f"Request number {n}."
+            answer = speak(url, slow["key"], text)
+            statuses[answer.status_code] += 1
+            served_chars += len(text) if answer.status_code == 200 else 0
+            if answer.status_code == 429:
+                assert answer.json()["error"]["code"] == "rate_limit_exceeded"
+                assert answer.headers["x-ratelimit-remaining-requests"] == "0"
+            assert speak(url, fast, text).status_code == 200  # the other key is served throughout
+        # two per minute in each of the two processes: at most four served, at least two refused
+        assert statuses[429] >= 2 and 2 <= statuses[200] <= 4, statuses
+        slow_usage = usage_of(url, "slow")
+        assert (slow_usage["requests"], slow_usage["input_characters"]) == (statuses[200], served_chars)
+        assert usage_of(url, "fast")["requests"] == 6
+        assert slow_usage["audio_seconds"] > 0
+
+        assert httpx.delete(f"{url}/admin/keys/{slow['id']}", headers=bearer(ADMIN)).status_code == 200
+        time.sleep(1.0)
+        for _ in range(6):  # new connections: both processes answer
+            assert speak(url, slow["key"], "Revoked.").status_code == 401
+
+
+def test_two_replicas_share_limits_keys_and_usage_through_redis(tmp_path) -> None:
+    flags = ["--admin-api-keys", ADMIN, "--no-cache-enabled"]
+    with cluster(tmp_path, flags, replicas=2) as shared:
+        state = ("--state-url", shared.redis.url)
+        limited = json.loads(polyvox_keys("create", "three-a-minute", "--rpm", "3", *state, "--json"))
+        free = json.loads(polyvox_keys("create", "free", *state, "--json"))
+        first, second = (replica.url for replica in shared.replicas)
+        if time.time() % 60 > 45:  # the five requests must fall in one minute's window
+            time.sleep(60 - time.time() % 60)
+        answers = [speak((first, second)[n % 2], limited["key"], "Shared limit.") for n in range(5)]
+        # one window for both replicas: exactly three served, whichever replica took each
+        assert [a.status_code for a in answers] == [200, 200, 200, 429, 429]
+        assert answers[3].headers["x-ratelimit-limit-requests"] == "3"
+        for url in (first, second):
+            assert speak(url, free["key"], "Still served.").status_code == 200
+        served = sum(a.status_code == 200 for a in answers)
+        for url in (first, second):
+            assert usage_of(url, "three-a-minute")["requests"] == served
+            assert usage_of(url, "free")["requests"] == 2
+
+        polyvox_keys("revoke", limited["id"], *state)
+        polyvox_keys("revoke", free["id"], *state)
+        time.sleep(1.0)
+        for url in (first, second, shared.url):
+            assert speak(url, free["key"], "Revoked.").status_code == 401
