@@ -1,7 +1,8 @@
 """One log format for polyvox's and uvicorn's lines: `text` (one readable line each) or `json` (one
-JSON object per line). Every line an HTTP request causes carries its request id (`http_request_id_var`:
-the client's `X-Request-ID` or a fresh one, set by `server.request_id`); a WebSocket session's lines
-carry the id of the synthesis they belong to (`request_id_var`, set where a synthesis is prepared).
+JSON object per line, a line's own fields as keys). Every line an HTTP request causes carries its
+request id (`http_request_id_var`: the client's `X-Request-ID` or a fresh one, set by
+`server.request_id`); a WebSocket session's lines carry the id of the synthesis they belong to
+(`request_id_var`, set where a synthesis is prepared).
 `RequestIdFilter` puts the id on each record."""
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ http_request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar
 )
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s:%(request_tag)s %(message)s"
-_ACCESS_FIELDS = ("client", "method", "path", "http_version", "status")
 
 
 def current_request_id() -> str | None:
@@ -41,7 +41,8 @@ class RequestIdFilter(logging.Filter):
 
 class JsonFormatter(logging.Formatter):
     """A record as one JSON object: time, level, logger, message, request_id when in a request, the
-    exception's traceback when there is one, and uvicorn's access fields (method, path, status...)."""
+    exception's traceback when there is one, and the keys of the record's `fields` (logged with
+    `extra={"fields": {...}}`: the access line's method, path, status, duration_s, bytes...)."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -54,8 +55,9 @@ class JsonFormatter(logging.Formatter):
         request_id = getattr(record, "request_id", None)  # set by RequestIdFilter
         if request_id:
             entry["request_id"] = request_id
-        if record.name == "uvicorn.access" and isinstance(record.args, tuple) and len(record.args) == 5:
-            entry.update(zip(_ACCESS_FIELDS, record.args, strict=True))
+        fields = getattr(record, "fields", None)  # a line's own keys (the access line's status, bytes...)
+        if isinstance(fields, dict):
+            entry.update((key, value) for key, value in fields.items() if key not in entry)
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False, default=str)
@@ -82,8 +84,14 @@ def log_config(level: str, fmt: LogFormat = "text") -> dict[str, Any]:
         },
         "root": {"handlers": ["stderr"], "level": level.upper()},
         "loggers": {
-            name: {"handlers": [], "propagate": True, "level": level.upper()}
-            for name in ("uvicorn", "uvicorn.error", "uvicorn.access")
+            **{
+                name: {"handlers": [], "propagate": True, "level": level.upper()}
+                for name in ("uvicorn", "uvicorn.error")
+            },
+            # uvicorn's access line is logged when an answer starts, before its duration and size are
+            # known: off (a logger with no handlers, which uvicorn then does not call), and
+            # `polyvox.access` logs one when the answer ends (`server/access_log.py`).
+            "uvicorn.access": {"handlers": [], "propagate": False},
         },
     }
 

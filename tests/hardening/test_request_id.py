@@ -65,7 +65,7 @@ def test_a_valid_id_is_echoed_and_names_the_request_s_log_lines(run: Run) -> Non
     samples, rate = decode(run.spoken)
     assert samples.size / rate > 0.3
     mine = [e for e in run.log if e.get("request_id") == GOOD]
-    access = [e for e in mine if e["logger"] == "uvicorn.access"]
+    access = [e for e in mine if e["logger"] == "polyvox.access"]
     assert {(e["path"], e["status"]) for e in access} == {
         ("/v1/audio/speech", 200),
         ("/v1/audio/speech", 400),

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from polyvox.audio.encode import open_encoders
 from polyvox.metrics_files import shared_metrics_dir
+from polyvox.server import access_log
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 _TTFA_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -117,11 +118,6 @@ class Metrics:
         for the engine's audio (None when replayed from the cache). Counted only by `metrics_compat`'s series
         (`server/uttera_metrics.py`)."""
 
-    def synthesis_done(self, response_format: str, route: str, cache: str, engine_s: float | None) -> None:
-        """A speech answer sent whole: its format, X-Route and X-Cache values and the seconds spent waiting
-        for the engine's audio (None when replayed from the cache). Counted only by `metrics_compat`'s series
-        (`server/uttera_metrics.py`)."""
-
 
 class _EncodersCollector(Collector):
     """The audio encoders open in this process (one per response being encoded), read at scrape time:
@@ -159,7 +155,8 @@ def _route_label(app: ASGIApp, scope: Scope, received: Scope) -> str:
 
 
 class MetricsMiddleware:
-    """Counts and times every HTTP request; streaming responses are timed to their final chunk."""
+    """Counts and times every HTTP request, streaming responses to their final chunk, and logs its access
+    line (`access_log`) with what it measured."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics, root: ASGIApp):
         self.app = app
@@ -173,16 +170,22 @@ class MetricsMiddleware:
         started = time.perf_counter()
         received = dict(scope)
         status = 500
+        sent = 0
+        record = access_log.begin()
 
         async def send_wrapper(message: Message) -> None:
-            nonlocal status
+            nonlocal status, sent
             if message["type"] == "http.response.start":
                 status = message["status"]
+            elif message["type"] == "http.response.body":
+                sent += len(message.get("body", b""))
             await send(message)
 
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
+            duration = time.perf_counter() - started
             route = _route_label(self.root, scope, received)
             self.metrics.requests.labels(route=route, method=scope["method"], status=str(status)).inc()
-            self.metrics.latency.labels(route=route).observe(time.perf_counter() - started)
+            self.metrics.latency.labels(route=route).observe(duration)
+            access_log.log_access(received, status, duration, sent, record)

@@ -36,6 +36,7 @@ from polyvox.backends.errors import AudioLost
 from polyvox.backends.text_pipeline import PieceStream
 from polyvox.cache import AudioStore
 from polyvox.logs import request_id_var
+from polyvox.server import access_log
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.lifecycle.draining import Lifecycle
 from polyvox.server.metrics import Metrics
@@ -219,7 +220,9 @@ class SpeechService:
         self._log_request(job)
 
     def _log_request(self, job: SpeechJob) -> None:
-        """One line per speech request: the text only as length and hash unless `log_request_text`."""
+        """One line per speech request: the text only as length and hash unless `log_request_text`; its
+        voice, format and cache outcome are also on the request's access line."""
+        access_log.note_speech(job.request.voice, job.fmt.name, job.stream, job.cache_status)
         if not log.isEnabledFor(logging.INFO):
             return
         text = job.request.text
@@ -330,9 +333,9 @@ class SpeechService:
             await chunks.aclose()
 
     def _observe_ttfa(self, job: SpeechJob) -> None:
-        self.metrics.ttfa.labels(stream=str(job.stream).lower()).observe(
-            time.perf_counter() - job.received_at
-        )
+        seconds = time.perf_counter() - job.received_at
+        self.metrics.ttfa.labels(stream=str(job.stream).lower()).observe(seconds)
+        access_log.note_first_audio(seconds)
 
     async def whole(self, job: SpeechJob) -> bytes:
         """The complete file of a job not streamed: its header made exact by the muxer once the audio
