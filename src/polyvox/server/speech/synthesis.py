@@ -49,6 +49,7 @@ from polyvox.server.speech.encode_pool import EncodePool
 from polyvox.server.speech.job import SpeechJob
 from polyvox.server.speech.output import cached_chunks
 from polyvox.server.speech.request_policy import default_rate, instructions_for
+from polyvox.server.tenancy.caller import caller_of
 from polyvox.settings import Settings
 from polyvox.voices.errors import VoiceNotFound
 from polyvox.voices.registry import ResolvedVoice, VoiceRegistry
@@ -247,7 +248,8 @@ class SpeechService:
         if job.cached is not None:
             return
         remaining = job.received_at + self.settings.request_timeout_s - time.perf_counter()
-        waiting = asyncio.wait_for(self.admission.acquire(), max(0.0, remaining))
+        tenant = caller_of(request).name if request is not None else ""  # the queue is fair across keys
+        waiting = asyncio.wait_for(self.admission.acquire(tenant), max(0.0, remaining))
         try:
             await (waiting if request is None else until_disconnect(request, waiting))
         except TimeoutError as exc:  # waited in the queue past the request's deadline
