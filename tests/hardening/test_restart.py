@@ -1,5 +1,6 @@
 """An engine that stops serving is restarted and the server keeps serving: the tone engine dying
-outright, and the batching VoxCPM2 engine whose step loop gives up after failed steps in a row."""
+outright, and the batching VoxCPM2 engine whose step loop gives up after failed steps in a row. A request
+that arrives while it restarts waits for it, until its deadline."""
 
 from __future__ import annotations
 
@@ -48,13 +49,27 @@ def test_an_engine_that_stops_serving_is_restarted(serve) -> None:
     url = serve(backend)
     assert httpx.post(f"{url}{SPEECH}", json={"input": "before"}).status_code == 200
     backend.die()
-    refused = httpx.post(f"{url}{SPEECH}", json={"input": "while it is down"})
-    assert refused.status_code == 503 and "Retry-After" in refused.headers
-    wait_until(lambda: httpx.get(f"{url}/ready").status_code == 200, "the engine is ready again")
+    wait_until(lambda: httpx.get(f"{url}/ready").status_code == 503, "/ready says it is down")
+    # sent while it is down: waits for the restart (a failed try, then one that works) and is served
+    waited = httpx.post(f"{url}{SPEECH}", json={"input": "while it is down"}, timeout=30)
+    assert waited.status_code == 200, waited.text
+    assert httpx.get(f"{url}/ready").status_code == 200
     assert backend.starts == 3  # the first start, a failed restart, then one that worked
     assert value(scrape(url), "polyvox_engine_restarts_total") == 1
     response = httpx.post(f"{url}{SPEECH}", json={"input": "after the restart", "response_format": "wav"})
     assert response.status_code == 200 and len(response.content) > 44
+
+
+def test_a_request_waits_for_a_restarting_engine_only_until_its_deadline(serve) -> None:
+    backend = DyingBackend(failed_restarts=1_000_000)  # it never comes back
+    url = serve(backend, request_timeout_s=1.0)
+    assert httpx.post(f"{url}{SPEECH}", json={"input": "before"}).status_code == 200
+    backend.die()
+    wait_until(lambda: httpx.get(f"{url}/ready").status_code == 503, "/ready says it is down")
+    refused = httpx.post(f"{url}{SPEECH}", json={"input": "while it is down"}, timeout=30)
+    assert refused.status_code == 503 and "Retry-After" in refused.headers
+    assert refused.json()["error"]["code"] == "engine_not_ready"
+    assert httpx.get(f"{url}/ready").json()["error"]["code"] == "engine_restarting"
 
 
 def test_an_engine_that_never_started_is_not_restarted(serve) -> None:
@@ -86,8 +101,8 @@ def test_voxcpm2_step_loop_that_gives_up_is_restarted_and_serves_again() -> None
         broken.core.runner.run = always_fails
         for _ in range(MAX_CONSECUTIVE_FAILURES):
             failed = client.post(f"{url}{SPEECH}", json={"input": "Hello there.", "response_format": "pcm"})
-            if failed.status_code == 503:
-                break  # the loop already gave up
+            if failed.status_code == 200:
+                break  # the loop already gave up: the request waited for the restarted one
             assert failed.status_code == 500 and failed.json()["error"]["type"] == "server_error"
         wait_until(lambda: not broken.running, "the step loop gave up")
         wait_until(lambda: client.get(f"{url}/ready").status_code == 200, "the engine is ready again")

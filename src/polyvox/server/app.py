@@ -127,6 +127,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
         copy = watch = DirectoryWatch(registry, backend.lexicon, settings.state_sync_interval_s)
     else:
         copy = shared
+    supervisor = BackendSupervisor(backend, lifecycle, metrics)
     app.state.polyvox = AppState(
         settings=settings,
         backend=backend,
@@ -135,8 +136,10 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
         tenancy=Tenancy.build(settings, metrics.registry, shared.connection if shared else None),
         lifecycle=lifecycle,
         voices=registry,
-        service=SpeechService(backend, settings, metrics, registry, cache_store, lifecycle),
-        supervisor=BackendSupervisor(backend, lifecycle, metrics),
+        service=SpeechService(
+            backend, settings, metrics, registry, cache_store, lifecycle, lambda: supervisor.served
+        ),
+        supervisor=supervisor,
         shared=shared,
         directory_watch=watch,
     )

@@ -14,7 +14,7 @@ import random
 import re
 import time
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import replace
 from typing import TypeVar
 
@@ -65,6 +65,7 @@ T = TypeVar("T")
 # holding some of its audio (two deaths in one answer are rare; an input that kills every engine
 # process it reaches stops there).
 WHOLE_ANSWER_RUNS = 2
+ENGINE_READY_POLL_S = 0.05  # how often a request waiting for a restarting engine looks whether it is back
 
 
 class SpeechService:
@@ -78,10 +79,13 @@ class SpeechService:
         voice_registry: VoiceRegistry,
         cache_store: AudioStore | None,
         lifecycle: Lifecycle | None = None,
+        engine_served: Callable[[], bool] = lambda: False,
     ):
         """`cache_store`: where the audio cache lives (`open_cache` on disk, or Redis' with `state_url`);
-        None when caching is off."""
+        None when caching is off. `engine_served`: whether the engine has started and served (then one
+        not ready is restarting, and a request waits for it)."""
         self.backend = backend
+        self.engine_served = engine_served
         self.settings = settings
         self.metrics = metrics
         self.lifecycle = lifecycle or Lifecycle()
@@ -114,6 +118,26 @@ class SpeechService:
             )
         with self.lifecycle.accepting() as accepted_at:
             yield accepted_at
+
+    async def _engine_ready(self, accepted_at: float) -> None:
+        """Return once the engine can take the request. One that served and is restarting (its only
+        engine process died, or a supervisor rebuilds it) is waited for until the request's deadline, as
+        the requests it held are; 503 `engine_not_ready` past that, or at once while the engine is still
+        starting for the first time, or failed to."""
+        if self.backend.ready:
+            return
+        if self.engine_served():
+            deadline = accepted_at + self.settings.request_timeout_s
+            while not self.backend.ready and time.perf_counter() < deadline:
+                await asyncio.sleep(ENGINE_READY_POLL_S)
+            if self.backend.ready:
+                return
+        raise APIError(
+            503,
+            "the engine is not ready (starting, or restarting after a failure: GET /ready says which)",
+            code="engine_not_ready",
+            headers={"Retry-After": "5"},
+        )
 
     async def _resolve_voice(self, name: str, accepted_at: float) -> ResolvedVoice:
         """The voice `name` ready to speak, resolved once per request: a builtin voice of an engine that
@@ -148,13 +172,7 @@ class SpeechService:
 
         `reference` is an uploaded one-off clone (it replaces the voice; never cached); `no_cache` is
         the client's `Cache-Control: no-cache | no-store`."""
-        if not self.backend.ready:
-            raise APIError(
-                503,
-                "the engine is not ready (starting, or restarting after a failure: GET /ready says which)",
-                code="engine_not_ready",
-                headers={"Retry-After": "5"},
-            )
+        await self._engine_ready(accepted_at)
         voice = None if reference is not None else await self._resolve_voice(body.voice, accepted_at)
         text = _CONTROL_CHARS.sub(" ", body.input)  # text with nothing to say: `EmptyInput`, in `checked`
         _check_lengths(
