@@ -1,7 +1,7 @@
 """`polyvox serve --random-weights tiny --arch voxcpm1.5` (the command, as a child process) answers the
 OpenAI routes at VoxCPM 1.5's own 44.1 kHz through the batching engine, names the model truly, continues
-a transcribed clip, and refuses the modes VoxCPM 1.5 lacks with a 422 naming it; its engine's log line
-names the release."""
+a transcribed clip, and refuses the modes VoxCPM 1.5 lacks (a clip alone, voice design, an emotion but
+neutral) with a 422 naming it; its engine's log line names the release."""
 
 from __future__ import annotations
 
@@ -59,14 +59,29 @@ def test_voxcpm1_5_random_weights_serve_the_openai_routes_at_44_1_khz(tmp_path):
 
         untranscribed = httpx.post(speech_url, json={"input": "No.", "ref_audio": clip}, timeout=60)
         designed = httpx.post(speech_url, json={"input": "No.", "instructions": "A deep voice."}, timeout=60)
+        # no voice design, so no emotion but its voices' one delivery (neutral)
+        happy = httpx.post(speech_url, json={"input": "No.", "emotion": "happy"}, timeout=60)
+        neutral = client.audio.speech.create(
+            model="voxcpm1.5",
+            voice="alloy",
+            input="Yes.",
+            response_format="wav",
+            extra_body={"emotion": "neutral"},
+        )
+        assert decode(neutral.content)[0].size > 0
         with pytest.raises(openai.UnprocessableEntityError) as prompt_voice:
             client.audio.voices.create(name="narrator", type="prompt", prompt="A warm, friendly voice")
         assert proc.poll() is None  # still serving
     assert "voxcpm1.5 engine: " in proc.stdout.read()  # the engine process's log names the release
-    for response, code in ((untranscribed, "cloning_unsupported"), (designed, "voice_design_unsupported")):
+    refused = (
+        (untranscribed, "cloning_unsupported", "ref_text"),
+        (designed, "voice_design_unsupported", "instructions"),
+        (happy, "voice_design_unsupported", "emotion"),
+    )
+    for response, code, param in refused:
         assert response.status_code == 422, response.text
         error = response.json()["error"]
-        assert error["code"] == code and "voxcpm1.5" in error["message"]
+        assert error["code"] == code and error["param"] == param and "voxcpm1.5" in error["message"]
     error = prompt_voice.value.body
     assert (
         error["code"] == "voice_design_unsupported" and "voxcpm1.5 engine cannot design" in error["message"]
