@@ -8,14 +8,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from polyvox.models.model_source import ModelSource, checkpoint_source, random_source
+from polyvox.models.model_source import ModelSource, checkpoint_source, on_hub, random_source
 from polyvox.models.voxcpm2.checkpoint import resolve_device
 from polyvox.settings import Settings
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    model: str | None = None  # checkpoint directory or Hugging Face repo id
+    model: str | None = None  # checkpoint directory, Hugging Face repo id or modelscope:ORG/NAME
     random_weights: str | None = None  # or random weights of this size
     arch: str = "voxcpm2"  # the release random weights are made of (a checkpoint's is read from it)
     device: str = "auto"
@@ -26,7 +26,7 @@ class ModelSpec:
         devices = settings.devices
         device = devices[0] if devices else settings.device
         if settings.model:
-            return cls(model=settings.model, device=device, dtype=settings.dtype)
+            return cls(model=on_hub(settings.model, settings.model_hub), device=device, dtype=settings.dtype)
         return cls(
             random_weights=settings.random_weights or "tiny",
             arch=settings.arch,

@@ -2,17 +2,24 @@
 at once (its files, config and the LM's tensor names and shapes from the safetensors header) so a
 broken one fails before the server listens; downloading and loading the weights then run in the
 background while `/ready` answers 503. The release (`arch`: voxcpm1, voxcpm1.5 or voxcpm2) is read
-from the checkpoint's config.json, or named for random weights."""
+from the checkpoint's config.json, or named for random weights.
+
+A checkpoint is a directory, a Hugging Face repo id, or `modelscope:ORG/NAME`: a repo on ModelScope, found
+in its cache (`MODELSCOPE_CACHE`, in any layout the `modelscope` package reads) without the network, else
+downloaded by that package (the optional extra `polyvox[modelscope]`)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from pydantic import ValidationError
 
+from polyvox.models import modelscope_cache as modelscope
 from polyvox.models.architectures import arch_of, config_for_arch, model_class, parse_config, vae_config
 from polyvox.models.loaded_model import LoadedModel
 from polyvox.models.voxcpm2.checkpoint import (
@@ -26,6 +33,8 @@ from polyvox.models.voxcpm2.checkpoint import (
 )
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.startup import stage
+
+MODELSCOPE_PREFIX = "modelscope:"
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,21 @@ class ModelSource:
     arch: str = "voxcpm2"
 
 
+def modelscope_repo(path_or_repo: str | os.PathLike) -> str | None:
+    """The ModelScope repo id of `modelscope:ORG/NAME`; None for anything else."""
+    text = str(path_or_repo)
+    return text.removeprefix(MODELSCOPE_PREFIX) if text.startswith(MODELSCOPE_PREFIX) else None
+
+
+def on_hub(model: str, hub: str) -> str:
+    """`model` as `checkpoint_source` reads it when bare repo ids name repos on `hub` (the `model_hub`
+    setting): on modelscope, `ORG/NAME` that is no directory here is `modelscope:ORG/NAME`."""
+    bare = not model.startswith((MODELSCOPE_PREFIX, ".", "/", "~")) and model.count("/") == 1
+    if hub == "modelscope" and bare and not Path(model).exists():
+        return MODELSCOPE_PREFIX + model
+    return model
+
+
 def _rates(config: VoxCPM2Config) -> tuple[int, int]:
     """(output rate, reference rate): the AudioVAE's output and input sample rates."""
     vae = vae_config(config)
@@ -50,12 +74,20 @@ def _rates(config: VoxCPM2Config) -> tuple[int, int]:
 def checkpoint_source(
     path_or_repo: str | os.PathLike, device: str | None = "auto", dtype: str | None = "auto"
 ) -> ModelSource:
-    """A checkpoint directory or Hugging Face repo id, checked now; CheckpointError names what is wrong.
-    A repo id not in the local cache has only its config.json fetched now, the rest at `load`."""
+    """A checkpoint directory, Hugging Face repo id or `modelscope:` repo, checked now; CheckpointError
+    names what is wrong. A repo not in its local cache has only its config.json fetched now, the rest
+    at `load`."""
     resolved_device = resolve_device(device)
     resolved_dtype = resolve_dtype(dtype, resolved_device)
-    directory = local_checkpoint(path_or_repo)
-    config_dir = directory if directory is not None else fetch_config(str(path_or_repo)).parent
+    download: Callable[[], Path]
+    if (repo := modelscope_repo(path_or_repo)) is not None:
+        directory = modelscope.cached(repo)
+        config_dir = directory if directory is not None else modelscope.fetch_config(repo).parent
+        download = functools.partial(modelscope.download, repo)
+    else:
+        directory = local_checkpoint(path_or_repo)
+        config_dir = directory if directory is not None else fetch_config(str(path_or_repo)).parent
+        download = functools.partial(download_checkpoint, str(path_or_repo))
     try:
         config = parse_config(read_config(config_dir))
     except (ValidationError, ValueError) as exc:
@@ -65,7 +97,7 @@ def checkpoint_source(
         model.check(directory)
 
     def load() -> LoadedModel:
-        where = directory or download_checkpoint(str(path_or_repo))
+        where = directory or download()
         return model.load(where, device=resolved_device, dtype=resolved_dtype)
 
     return ModelSource(resolved_device, resolved_dtype, *_rates(config), load, arch_of(config))

@@ -47,8 +47,15 @@ class Settings(BaseSettings):
     # model selection
     model: str | None = Field(
         None,
-        description="VoxCPM checkpoint directory or Hugging Face repo id (VoxCPM2, VoxCPM 1.5 or "
-        "VoxCPM-0.5B: the release is read from its config.json); unset serves the embedded voice.",
+        description="VoxCPM checkpoint directory, Hugging Face repo id or modelscope:ORG/NAME (VoxCPM2, "
+        "VoxCPM 1.5 or VoxCPM-0.5B: the release is read from its config.json); unset serves the embedded "
+        "voice.",
+    )
+    model_hub: Literal["huggingface", "modelscope"] = Field(
+        "huggingface",
+        description="Where a bare repo id in `model` (ORG/NAME) is found: the Hugging Face Hub (HF_HOME's "
+        "cache, HF_HUB_OFFLINE) or ModelScope (MODELSCOPE_CACHE; needs polyvox[modelscope]). A prefix "
+        "says it for one model: `modelscope:OpenBMB/VoxCPM2`.",
     )
     random_weights: Literal["tiny", "full"] | None = Field(
         None, description="Serve VoxCPM2 with random weights of this size (tests and benchmarks)."
