@@ -4,6 +4,7 @@ several API processes (`server/multi_api/`)."""
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 
 from polyvox.cli.flags import add_settings_flags, settings_from_args
@@ -12,8 +13,6 @@ from polyvox.settings import Settings
 from polyvox.startup import StartupError
 
 log = logging.getLogger("polyvox")
-
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def add_serve(subparsers: argparse._SubParsersAction) -> None:
@@ -47,12 +46,24 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def is_loopback(host: str) -> bool:
+    """Whether `host` is reachable from this machine only: localhost, 127.0.0.0/8 or ::1."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to any address
+        return False
+
+
 def _warn_if_open(settings: Settings, keyless: bool) -> None:
-    if settings.host not in LOOPBACK_HOSTS and keyless:
+    if keyless and not is_loopback(settings.host):
         log.warning(
-            "listening on %s, beyond loopback, with no API key: anyone who can reach this port can use "
-            "the server (set api_keys or api_keys_file)",
+            "listening on %s:%d, beyond loopback, with no API key: anyone who can reach this port can "
+            "synthesise, clone voices and use the admin routes (set api_keys or api_keys_file, or "
+            "listen on 127.0.0.1 behind a proxy that checks callers)",
             settings.host,
+            settings.port,
         )
 
 
