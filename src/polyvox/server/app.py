@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from polyvox import __version__
 from polyvox.backends.base import Backend
 from polyvox.cache import describe_cache
-from polyvox.server import catalog, ui
+from polyvox.server import catalog, tracing, ui
 from polyvox.server.admin import keys as admin_keys
 from polyvox.server.admin import lexicon, lora
 from polyvox.server.app_state import AppState, app_state
@@ -114,7 +114,8 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
         backend = build_backend(settings)
     metrics = metrics_for(settings)
     log.info("%s", describe_cache(settings))
-    app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan)
+    telemetry = tracing.install(settings)  # otel_traces: FastAPI's span per request; off, none
+    app = FastAPI(title="polyvox", version=__version__, lifespan=_lifespan, telemetry=telemetry)
     lifecycle = Lifecycle()
     shared = state_url.connect(settings)  # with state_url: Redis, which holds the audio cache
     registry = VoiceRegistry.from_settings(settings, backend.info)

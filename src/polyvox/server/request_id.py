@@ -1,7 +1,7 @@
 """Each HTTP request's id, as vLLM keeps it: the client's `X-Request-ID` when it is a plain token
 (`VALID_REQUEST_ID`: 1 to 128 ASCII letters, digits and `_.:-`), else a fresh one. It is set for the
-logs (`logs.http_request_id_var`, so every line the request causes names it) and echoed in the
-answer's `X-Request-Id`, errors included.
+logs (`logs.http_request_id_var`, so every line the request causes names it), on its trace span
+(`otel_traces`) and echoed in the answer's `X-Request-Id`, errors included.
 
 An id is checked, not trusted: it reaches log lines and response headers, so one with spaces, control
 characters or no bound on its length is replaced rather than copied there. It names the request in
@@ -16,6 +16,7 @@ import uuid
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from polyvox import otel
 from polyvox.logs import http_request_id_var
 
 HEADER = "x-request-id"
@@ -44,6 +45,7 @@ class RequestIdMiddleware:
         # Not reset afterwards: each request runs in a task of its own, and the 500 handler, which
         # answers outside this middleware, reads it to echo the id too.
         http_request_id_var.set(request_id)
+        otel.annotate("polyvox.request_id", request_id)  # otel_traces: on the request's span
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -351,6 +351,14 @@ class Settings(BaseSettings):
         "text",
         description="Log lines as text, or one JSON object per line; a request's lines carry its request id.",
     )
+    otel_traces: bool = Field(
+        False,
+        description=(
+            "Export OpenTelemetry traces (needs polyvox[otel]): a span per HTTP request, with a speech "
+            "request's text front end, queue wait, engine, first audio and encoding, and an engine "
+            "process's own spans; exported as the OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT)."
+        ),
+    )
 
     @field_validator("api_keys", "admin_api_keys", "devices", mode="before")
     @classmethod

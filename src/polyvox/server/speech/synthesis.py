@@ -36,7 +36,7 @@ from polyvox.backends.errors import AudioLost
 from polyvox.backends.text_pipeline import PieceStream
 from polyvox.cache import AudioStore
 from polyvox.logs import request_id_var
-from polyvox.server import access_log
+from polyvox.server import access_log, tracing
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.lifecycle.draining import Lifecycle
 from polyvox.server.metrics import Metrics
@@ -204,7 +204,8 @@ class SpeechService:
         )
         request_id_var.set(request.request_id)  # every log line this request causes names it
         # Checked once, as it will be spoken (through the text front end: its pieces), off the event loop.
-        request = await anyio.to_thread.run_sync(self.backend.checked, request)
+        with tracing.span("text_frontend"):
+            request = await anyio.to_thread.run_sync(self.backend.checked, request)
         job = SpeechJob(
             request, fmt, out_rate, pipeline_speed, stream, received_at=accepted_at, pitch=body.pitch
         )
@@ -269,7 +270,8 @@ class SpeechService:
         tenant = caller_of(request).name if request is not None else ""  # the queue is fair across keys
         waiting = asyncio.wait_for(self.admission.acquire(tenant), max(0.0, remaining))
         try:
-            await (waiting if request is None else until_disconnect(request, waiting))
+            with tracing.span("queue_wait"):
+                await (waiting if request is None else until_disconnect(request, waiting))
         except TimeoutError as exc:  # waited in the queue past the request's deadline
             raise DeadlineExceeded(self.settings.request_timeout_s) from exc
         except Overloaded as exc:
@@ -306,6 +308,7 @@ class SpeechService:
             chunks = self.backend.generate(job.request)
             self.metrics.input_chars.inc(len(job.request.text))
         keep: list[np.ndarray] | None = [] if job.cache_status == "MISS" else None
+        spans = tracing.AudioSpans(from_engine=job.cached is None)  # otel_traces
         first = True
         waited = 0.0  # for the engine's audio (metrics_compat's inference time)
         try:
@@ -315,6 +318,7 @@ class SpeechService:
                     async with asyncio.timeout(deadline - asked):
                         chunk = await anext(chunks)
                 except StopAsyncIteration:
+                    spans.engine_finished()
                     break
                 except TimeoutError as exc:
                     raise DeadlineExceeded(self.settings.request_timeout_s) from exc
@@ -327,7 +331,7 @@ class SpeechService:
                     keep.append(samples)
                 if job.cached is None:
                     self.metrics.audio_seconds.inc(seconds)
-                data = await self.encode_pool.run(pipeline.push, samples)
+                data = await spans.encoding(self.encode_pool.run(pipeline.push, samples))
                 if data:
                     if first:
                         first = False
@@ -336,7 +340,7 @@ class SpeechService:
             job.spoken_chars = chunks.characters if isinstance(chunks, PieceStream) else None
             if keep is not None:
                 await self.cache.put(job, keep, in_rate)
-            tail = await self.encode_pool.run(pipeline.finish)
+            tail = await spans.encoding(self.encode_pool.run(pipeline.finish))
             if tail:
                 if first:
                     self._observe_ttfa(job)
@@ -347,6 +351,7 @@ class SpeechService:
             # Not left to the garbage collector: a cut stream's frame can sit in a reference cycle (its
             # cancellation's traceback) until a full collection, holding the encoder and the audio kept
             # for the cache.
+            spans.end()
             self.encode_pool.release(pipeline.close)
             if keep is not None:
                 keep.clear()
