@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib.resources import files
 from typing import Literal
 
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 from starlette.staticfiles import StaticFiles
@@ -20,6 +20,7 @@ from starlette.staticfiles import StaticFiles
 from polyvox.server.deps import get_service
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.synthesis import SpeechService
+from polyvox.server.tenancy.ownership import visible_voices
 from polyvox.server.voice_routes.voices import get_fresh_registry
 from polyvox.voices.detail import VoiceDetail
 from polyvox.voices.registry import VoiceRegistry
@@ -97,10 +98,14 @@ async def playground_config(service: SpeechService = Depends(get_service)) -> Pl
 
 @router.get("/ui/voices", response_model=PlaygroundVoices)
 async def playground_voices(
-    service: SpeechService = Depends(get_service), registry: VoiceRegistry = Depends(get_fresh_registry)
+    request: Request,
+    service: SpeechService = Depends(get_service),
+    registry: VoiceRegistry = Depends(get_fresh_registry),
 ) -> PlaygroundVoices:
     default = SpeechRequest.model_fields["voice"].default
-    return PlaygroundVoices(data=registry.infos(service.backend), default=default)
+    infos = registry.infos(service.backend)
+    shown = visible_voices(request, registry, [info.id for info in infos])  # not other keys' private ones
+    return PlaygroundVoices(data=[info for info in infos if info.id in shown], default=default)
 
 
 def install(app: FastAPI) -> None:

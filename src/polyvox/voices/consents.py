@@ -12,6 +12,7 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ class ConsentRecord(BaseModel):
     language: str
     created: float  # Unix time; OpenAI's `created_at` is its whole seconds
     recording: str
+    owner: str | None = None  # the id of the API key it belongs to; None: every key may use it
 
     @property
     def created_at(self) -> int:
@@ -67,10 +69,12 @@ class ConsentStore:
             raise ConsentNotFound(f"consent recording {consent_id!r} not found", param="consent_id")
         return ConsentRecord.model_validate(record)
 
-    def page(self, after: str | None, limit: int) -> tuple[list[ConsentRecord], bool]:
+    def page(
+        self, after: str | None, limit: int, owners: Callable[[str | None], bool] = lambda owner: True
+    ) -> tuple[list[ConsentRecord], bool]:
         """Up to `limit` consents following the one with id `after` (from the start: None), and
-        whether more follow."""
-        records = self.all()
+        whether more follow; only those whose owner `owners` accepts."""
+        records = [record for record in self.all() if owners(record.owner)]
         start = 0
         if after is not None:
             ids = [r.id for r in records]
@@ -81,8 +85,10 @@ class ConsentStore:
             start = ids.index(after) + 1
         return records[start : start + limit], start + limit < len(records)
 
-    def create(self, name: str, language: str, data: bytes, suffix: str) -> ConsentRecord:
-        """Store a checked recording under a new id."""
+    def create(
+        self, name: str, language: str, data: bytes, suffix: str, owner: str | None = None
+    ) -> ConsentRecord:
+        """Store a checked recording under a new id (`owner`: the API key it belongs to)."""
         consent_id = f"cons_{secrets.token_hex(12)}"
         suffix = suffix.lower() if suffix.lower() in AUDIO_SUFFIXES else ".audio"
         record = ConsentRecord(
@@ -91,6 +97,7 @@ class ConsentStore:
             language=language,
             created=time.time(),
             recording=f"{RECORDINGS}/{consent_id}{suffix}",
+            owner=owner,
         )
         with self.store.locked():
             index = self._index()

@@ -66,6 +66,7 @@ class ResolvedVoice:
     inference_timesteps: int | None = None
     lora: str | None = None  # the LoRA adapter it speaks with (a voice that is an adapter)
     emotion: str | None = None  # its default `emotion`, for a request that names none
+    owner: str | None = None  # the API key it belongs to (None: every key's)
 
     @property
     def voice_prompt_hash(self) -> str | None:
@@ -191,6 +192,12 @@ class VoiceRegistry:
         adapters = sorted(backend.adapters()) if backend is not None else ()
         return list(dict.fromkeys((*self.builtin_names(), *extra, *sorted(self._voices), *adapters)))
 
+    def owner_of(self, name: str) -> str | None:
+        """The API key a stored voice belongs to; None for a voice every key may use (builtin,
+        registered, made shared, or not stored here)."""
+        stored = self._voices.get(name)
+        return stored.entry.owner if stored is not None else None
+
     def is_stored(self, name: str) -> bool:
         return name in self._voices
 
@@ -280,6 +287,7 @@ class VoiceRegistry:
                 entry.cfg_value,
                 entry.inference_timesteps,
                 emotion=entry.emotion,
+                owner=entry.owner,
             )
         if name in self.builtin_names() or name in backend.info.voices:
             return ResolvedVoice(name, "builtin")
@@ -446,7 +454,7 @@ class VoiceRegistry:
             return self._store_voice(voice_id, data, suffix, entry, reference)
 
     async def design(
-        self, name: str, prompt: str, script: str | None, backend: Backend
+        self, name: str, prompt: str, script: str | None, backend: Backend, owner: str | None = None
     ) -> tuple[VoiceDetail, bool]:
         """Make a voice from a description: the engine designs it speaking `script` (default: the
         builtin voices' sentence) with a fixed seed, once, and the clip is stored as the voice.
@@ -467,7 +475,7 @@ class VoiceRegistry:
         frozen = await freeze_design(design, backend.as_written(), self.freezer.max_patches)
         reference = await anyio.to_thread.run_sync(reference_of, frozen, self.clip_rate)
         entry = VoiceEntry(
-            audio="", transcript=frozen.transcript, label=label, prompt=prompt, source="designed"
+            audio="", transcript=frozen.transcript, label=label, prompt=prompt, source="designed", owner=owner
         )
         return await anyio.to_thread.run_sync(
             self._store_voice, voice_id, frozen.wav, ".wav", entry, reference

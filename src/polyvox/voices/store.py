@@ -69,6 +69,7 @@ class VoiceEntry(BaseModel):
     prompt: str | None = None
     source: Literal["registered", "uploaded", "designed"] = "registered"
     created: float | None = None
+    owner: str | None = None  # the id of the API key it belongs to; None: every key may use it
 
 
 def check_name(name: str) -> str:

@@ -14,6 +14,7 @@ from polyvox.server.speech.parsing import read_speech_request
 from polyvox.server.speech.streaming import SpeechStreamResponse, audio_stream, sse_stream
 from polyvox.server.speech.synthesis import ClientGone, SpeechService, until_disconnect
 from polyvox.server.tenancy.metering import charge, record
+from polyvox.server.tenancy.ownership import check_speakable
 from polyvox.voices.clips import ClipLimits, clip_rate
 
 router = APIRouter(tags=["speech"])
@@ -59,6 +60,7 @@ async def _speak(
             clip_rate=clip_rate(service.backend.info),
         )
         check_model(body.model, service.backend, settings.accept_any_model)
+        await check_speakable(request, body.voice)  # another key's private voice: as an unknown one
         limit_headers = await charge(request, body)  # the key's per-minute limits (429 past them)
         job = await service.prepare(
             body,

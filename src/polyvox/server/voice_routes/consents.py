@@ -16,6 +16,7 @@ from starlette.datastructures import UploadFile
 from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError
 from polyvox.server.protocol import VoiceConsent, VoiceConsentDeleted, VoiceConsentList
+from polyvox.server.tenancy.ownership import check_consent, new_owner, owners
 from polyvox.server.voice_routes.fields import read_fields
 from polyvox.server.voice_routes.voices import get_registry
 from polyvox.voices.clips import load_clip
@@ -47,25 +48,31 @@ async def create_consent(request: Request, registry: VoiceRegistry = Depends(get
     data = await upload.read()
     await anyio.to_thread.run_sync(load_clip, data, registry.limits, registry.clip_rate, "recording")
     suffix = Path(upload.filename or "").suffix
-    record = await anyio.to_thread.run_sync(consents.create, name, language, data, suffix)
+    owner = new_owner(request, fields)  # the request's key's, unless `shared`
+    record = await anyio.to_thread.run_sync(consents.create, name, language, data, suffix, owner)
     return _consent(record)
 
 
 @router.get("", response_model=VoiceConsentList)
 async def list_consents(
+    request: Request,
     after: str | None = None,
     limit: int = Query(20, ge=1, le=100),
     registry: VoiceRegistry = Depends(get_registry),
 ) -> VoiceConsentList:
     """Newest first; `after` is the last id of the previous page."""
-    records, has_more = await anyio.to_thread.run_sync(registry.consent_store().page, after, limit)
+    page = registry.consent_store().page
+    records, has_more = await anyio.to_thread.run_sync(page, after, limit, owners(request))
     data = [_consent(r) for r in records]
     first, last = (data[0].id, data[-1].id) if data else (None, None)
     return VoiceConsentList(data=data, first_id=first, last_id=last, has_more=has_more)
 
 
 @router.get("/{consent_id}", response_model=VoiceConsent)
-async def get_consent(consent_id: str, registry: VoiceRegistry = Depends(get_registry)) -> VoiceConsent:
+async def get_consent(
+    consent_id: str, request: Request, registry: VoiceRegistry = Depends(get_registry)
+) -> VoiceConsent:
+    await anyio.to_thread.run_sync(check_consent, request, registry, consent_id)
     return _consent(await anyio.to_thread.run_sync(registry.consent_store().get, consent_id))
 
 
@@ -74,6 +81,7 @@ async def update_consent(
     consent_id: str, request: Request, registry: VoiceRegistry = Depends(get_registry)
 ) -> VoiceConsent:
     """Rename a consent (its only changeable field; the recording stays as it was)."""
+    await anyio.to_thread.run_sync(check_consent, request, registry, consent_id)
     fields = await read_fields(request, app_state(request.app).settings.max_request_bytes)
     name = check_text(fields.get("name"), "name")
     return _consent(await anyio.to_thread.run_sync(registry.consent_store().rename, consent_id, name))
@@ -81,8 +89,9 @@ async def update_consent(
 
 @router.delete("/{consent_id}", response_model=VoiceConsentDeleted)
 async def delete_consent(
-    consent_id: str, registry: VoiceRegistry = Depends(get_registry)
+    consent_id: str, request: Request, registry: VoiceRegistry = Depends(get_registry)
 ) -> VoiceConsentDeleted:
     """Delete a consent and its recording; 409 while a voice cites it."""
+    await anyio.to_thread.run_sync(check_consent, request, registry, consent_id)
     await anyio.to_thread.run_sync(registry.delete_consent, consent_id)
     return VoiceConsentDeleted(id=consent_id)

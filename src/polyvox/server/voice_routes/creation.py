@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
@@ -21,6 +22,7 @@ from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.protocol import REF_TEXT_FIELDS
 from polyvox.server.speech.admission import Overloaded
+from polyvox.server.tenancy.ownership import check_citable, check_replaceable, new_owner
 from polyvox.voices.detail import VoiceDetail
 from polyvox.voices.registry import VoiceRegistry, stores_designed_voices
 from polyvox.voices.store import VoiceEntry, check_text
@@ -43,9 +45,11 @@ async def create_from_fields(
     name = _field(fields, ("name", "voice", "id"))
     if not isinstance(name, str):
         raise APIError(400, "name: a voice name is required", param="name", code="missing_required_parameter")
+    await check_replaceable(request, registry, name)
+    owner = new_owner(request, fields)  # the request's key's, unless `shared`
     if _creation_type(fields) == "prompt":
-        return await _from_prompt(request, registry, name, fields)
-    return await _from_sample(request, registry, name, fields)
+        return await _from_prompt(request, registry, name, fields, owner)
+    return await _from_sample(request, registry, name, fields, owner)
 
 
 def _creation_type(fields: Mapping[str, Any]) -> str:
@@ -59,7 +63,7 @@ def _creation_type(fields: Mapping[str, Any]) -> str:
 
 
 async def _from_sample(
-    request: Request, registry: VoiceRegistry, name: str, fields: Mapping[str, Any]
+    request: Request, registry: VoiceRegistry, name: str, fields: Mapping[str, Any], owner: str | None
 ) -> tuple[VoiceDetail, bool]:
     """A voice from an uploaded clip, stored only when the served engine could speak with it."""
     param = next((f for f in AUDIO_FIELDS if isinstance(fields.get(f), UploadFile)), None)
@@ -76,10 +80,12 @@ async def _from_sample(
         "transcript": _field(fields, TRANSCRIPT_FIELDS),
         "cfg_value": _field(fields, ("cfg_value",)),
         "inference_timesteps": _field(fields, ("inference_timesteps",)),
+        "owner": owner,
     }
     consent = _field(fields, ("consent",))
     if isinstance(consent, str) and consent.strip().lower() not in CONSENT_WORDS:
         entry_fields["consent_id"] = consent.strip()  # OpenAI's: the id of a consent recording
+        await anyio.to_thread.run_sync(check_citable, request, registry, consent.strip())
     else:
         entry_fields["consent"] = consent
     try:
@@ -101,7 +107,7 @@ async def _from_sample(
 
 
 async def _from_prompt(
-    request: Request, registry: VoiceRegistry, name: str, fields: Mapping[str, Any]
+    request: Request, registry: VoiceRegistry, name: str, fields: Mapping[str, Any], owner: str | None
 ) -> tuple[VoiceDetail, bool]:
     """Design the voice with the engine, as one request in flight (an admission slot, the deadline)."""
     prompt = check_text(fields.get("prompt"), "prompt", MAX_PROMPT_CHARS, multiline=True)
@@ -110,7 +116,7 @@ async def _from_prompt(
     service = app_state(request.app).service
     backend = app_state(request.app).backend
     if not stores_designed_voices(backend.info):
-        return await registry.design(name, prompt, script, backend)  # a 422 before any work
+        return await registry.design(name, prompt, script, backend, owner)  # a 422 before any work
     with service.accept():  # 503 while draining; in flight (a drain waits for it) from here
         if not backend.ready:
             raise APIError(
@@ -125,7 +131,7 @@ async def _from_prompt(
             async with asyncio.timeout(timeout_s):
                 await service.admission.acquire()
                 admitted = True
-                return await registry.design(name, prompt, script, backend)
+                return await registry.design(name, prompt, script, backend, owner)
         except Overloaded as exc:
             raise APIError(
                 429, str(exc), code="rate_limit_exceeded", headers={"Retry-After": str(exc.retry_after_s)}

@@ -28,6 +28,7 @@ from polyvox.server.protocol import (
     WebUIVoice,
     WebUIVoiceList,
 )
+from polyvox.server.tenancy.ownership import check_voice, visible_voices
 from polyvox.server.voice_routes.creation import create_from_fields
 from polyvox.server.voice_routes.fields import read_fields
 from polyvox.voices.detail import VoiceDetail
@@ -105,17 +106,24 @@ async def get_fresh_registry(request: Request) -> VoiceRegistry:
     return registry
 
 
+def _visible(request: Request, registry: VoiceRegistry) -> list[VoiceDetail]:
+    """The voices the request's key may use (another key's private voices are left out)."""
+    infos = registry.infos(app_state(request.app).backend)
+    shown = visible_voices(request, registry, [info.id for info in infos])
+    return [info for info in infos if info.id in shown]
+
+
 @router.get("/v1/audio/voices", response_model=WebUIVoiceList)
 async def list_voices_webui(
     request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
 ) -> WebUIVoiceList:
-    infos = registry.infos(app_state(request.app).backend)
+    infos = _visible(request, registry)
     return WebUIVoiceList(voices=[WebUIVoice(id=i.id, name=i.name) for i in infos])
 
 
 @router.get("/v1/voices", response_model=VoiceList)
 async def list_voices(request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)) -> VoiceList:
-    infos = registry.infos(app_state(request.app).backend)
+    infos = _visible(request, registry)
     cards = [VoiceCard(id=i.id, name=i.name, source=i.source) for i in infos]
     return VoiceList(data=cards, default="alloy")
 
@@ -124,6 +132,7 @@ async def list_voices(request: Request, registry: VoiceRegistry = Depends(get_fr
 async def get_voice(
     voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
 ) -> VoiceDetail:
+    await check_voice(request, registry, voice_id)
     return registry.info(voice_id, app_state(request.app).backend)
 
 
@@ -141,12 +150,16 @@ async def rename_voice(
     voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
 ) -> VoiceDetail:
     """Change a stored voice's display `name` (JSON or form); its id, clip and prompt hash stay."""
+    await check_voice(request, registry, voice_id)
     fields = await read_fields(request, app_state(request.app).settings.max_request_bytes)
     return await anyio.to_thread.run_sync(registry.rename, voice_id, fields.get("name"))
 
 
 @router.delete("/v1/audio/voices/{voice_id}", response_model=VoiceDeleted)
-async def delete_voice(voice_id: str, registry: VoiceRegistry = Depends(get_fresh_registry)) -> VoiceDeleted:
+async def delete_voice(
+    voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
+) -> VoiceDeleted:
+    await check_voice(request, registry, voice_id)
     await anyio.to_thread.run_sync(registry.delete, voice_id)
     return VoiceDeleted(id=voice_id)
 

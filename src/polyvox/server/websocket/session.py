@@ -24,6 +24,7 @@ from polyvox.server.errors import APIError, DeadlineExceeded, from_validation_er
 from polyvox.server.protocol import SpeechRequest, SpeechUsage, first_lone_surrogate
 from polyvox.server.speech.parsing import base64_reference
 from polyvox.server.speech.synthesis import SpeechJob, SpeechService
+from polyvox.server.tenancy.ownership import check_speakable
 from polyvox.server.websocket.protocol import (
     ProtocolError,
     SessionConfig,
@@ -143,6 +144,7 @@ class SpeechSession:
                 limits = ClipLimits.from_settings(self.service.settings)
                 rate = clip_rate(self.service.backend.info)
                 reference = await base64_reference(config.ref_audio, config.ref_text, limits, rate)
+            await check_speakable(self.websocket, template.voice)  # another key's private voice: unknown
             # Whether the voice, format and engine can serve the session at all:
             with self.service.accept() as accepted_at:
                 probe = await self.service.prepare(
