@@ -2,7 +2,7 @@
 route (the voice lists, its detail, renaming, deleting, speech over HTTP and the WebSocket: answered
 exactly as an unknown voice), while A and an admin key use it; one made `shared` is every key's; B
 cannot cite A's consent nor take the name of A's voice. Real server, official client, a fake engine
-that clones (the same routes on VoxCPM2 are in test_private_voices_voxcpm2)."""
+that clones (the same on VoxCPM2: tests/voices/test_private_voices_voxcpm2.py)."""
 
 from __future__ import annotations
 
