@@ -4,12 +4,14 @@ OpenAI's x-ratelimit headers while another key is served; keys of the settings h
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 
 import httpx
 import openai
 import pytest
+from websockets.sync.client import connect
 
 from helpers.server import running_server
 from polyvox.backends.fake import FakeBackend
@@ -119,3 +121,29 @@ def test_the_settings_keys_and_unlimited_keys_have_no_limit_headers(server) -> N
     answer = raw_speak(url, make_key(url, "unlimited"))
     assert answer.status_code == 200 and "x-ratelimit-limit-requests" not in answer.headers
     assert raw_speak(url, ADMIN).status_code == 200
+
+
+def test_a_websocket_sessions_sentences_count_against_its_key(server) -> None:
+    url, _ = server
+    key = make_key(url, "ws-two", requests_per_minute=2)
+    ws_url = url.replace("http://", "ws://") + "/v1/audio/speech/ws"
+    outcomes = []
+    with connect(ws_url, additional_headers=bearer(key)) as ws:
+        ws.send(json.dumps({"type": "config"}))
+        assert receive_json(ws)["type"] == "ready"
+        for text in ("One.", "Two.", "Three."):
+            ws.send(json.dumps({"type": "text", "text": text}))
+            ws.send(json.dumps({"type": "flush"}))
+            while (message := receive_json(ws))["type"] not in ("segment.done", "error"):
+                pass
+            outcomes.append(message["type"] if message["type"] != "error" else message["error"]["code"])
+    assert outcomes == ["segment.done", "segment.done", "rate_limit_exceeded"]
+    rows = httpx.get(f"{url}/v1/usage", headers=bearer(key)).json()["data"]
+    assert sum(row["requests"] for row in rows) == 2
+    assert sum(row["input_characters"] for row in rows) == len("One.") + len("Two.")
+
+
+def receive_json(ws) -> dict:
+    while isinstance(message := ws.recv(timeout=30), bytes):
+        pass
+    return json.loads(message)

@@ -24,6 +24,7 @@ from polyvox.server.errors import APIError, DeadlineExceeded, from_validation_er
 from polyvox.server.protocol import SpeechRequest, SpeechUsage, first_lone_surrogate
 from polyvox.server.speech.parsing import base64_reference
 from polyvox.server.speech.synthesis import SpeechJob, SpeechService
+from polyvox.server.tenancy.metering import charge, record
 from polyvox.server.tenancy.ownership import check_speakable
 from polyvox.server.websocket.protocol import (
     ProtocolError,
@@ -220,6 +221,7 @@ class SpeechSession:
         assert self.template is not None  # segments are queued only once the session is configured
         try:
             body = self.template.model_copy(update={"input": segment.text})
+            await charge(self.websocket, body)  # the key's per-minute limits, sentence by sentence
             # In flight from here until it holds an admission slot, through the HTTP route's door.
             with service.accept() as accepted_at:
                 job = segment.job = await service.prepare(
@@ -236,6 +238,7 @@ class SpeechSession:
         finally:
             if job is not None:
                 service.release(job)
+                await record(self.websocket, body, job)  # the key's usage
         segment.queue.put_nowait(_DONE)
 
     async def _send_loop(self) -> None:
