@@ -2,8 +2,8 @@
 `audio_sample`, `consent`: the id of a consent recording) and from a text prompt (`type=prompt`,
 `name`, `prompt`, optional `script_hint`; `model` is ignored), plus polyvox's own fields as aliases
 (`audio` and uttera-tts-vllm's file fields, `consent=true`, `transcript`, `cfg_value`,
-`inference_timesteps`). A prompt voice is designed by the engine as one request in flight: it takes an
-admission slot and runs under the request deadline."""
+`inference_timesteps`, `emotion`: the voice's default). A prompt voice is designed by the engine as
+one request in flight: it takes an admission slot and runs under the request deadline."""
 
 from __future__ import annotations
 
@@ -80,6 +80,7 @@ async def _from_sample(
         "transcript": _field(fields, TRANSCRIPT_FIELDS),
         "cfg_value": _field(fields, ("cfg_value",)),
         "inference_timesteps": _field(fields, ("inference_timesteps",)),
+        "emotion": _field(fields, ("emotion",)),
         "owner": owner,
     }
     consent = _field(fields, ("consent",))
