@@ -380,24 +380,31 @@ def api_errors() -> Iterator[None]:
 class EngineProcesses:
     """The engine in processes of its own, one per data-parallel rank (`DataParallelEngine`): the ranks'
     models, the log setup they start with, and where their sockets are (`connect`: the launcher's, which
-    an API process behind `api_server_count` only connects to)."""
+    an API process behind `api_server_count` only connects to); `hang_timeout_s`: `engine_hang_timeout_s`."""
 
     ranks: list[ModelSpec]
     logging_setup: tuple[str, LogFormat]
     socket_dir: str | None = None
     connect: bool = False
+    hang_timeout_s: float = 0.0
 
     @classmethod
     def from_settings(
         cls, settings: Settings, spec: ModelSpec, socket_dir: str | None = None, connect: bool = False
     ) -> EngineProcesses:
-        return cls(spec.ranks(settings), (settings.log_level, settings.log_format), socket_dir, connect)
+        logging_setup = (settings.log_level, settings.log_format)
+        return cls(spec.ranks(settings), logging_setup, socket_dir, connect, settings.engine_hang_timeout_s)
 
     def engine(self, options: WorkerOptions) -> DataParallelEngine:
         from polyvox.engine_core.data_parallel import DataParallelEngine
 
         return DataParallelEngine(
-            self.ranks, options, self.logging_setup, socket_dir=self.socket_dir, connect=self.connect
+            self.ranks,
+            options,
+            self.logging_setup,
+            socket_dir=self.socket_dir,
+            connect=self.connect,
+            hang_timeout_s=self.hang_timeout_s,
         )
 
 

@@ -2,7 +2,8 @@
 or the launcher in front of several API processes. It spawns the process, talks to it over a ZeroMQ
 DEALER socket (an `EngineLink`), and watches it: when it dies, it is marked down at once (no request is
 routed to it), the requests it held end with `EngineDied` (the `DataParallelEngine` sends those with no
-audio yet to a live rank), and it is started again with a growing pause between failed tries.
+audio yet to a live rank), and it is started again with a growing pause between failed tries. One that
+hangs holding requests is killed (`hang_timeout_s`, see `EngineLink`), and so restarted.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ class EngineClient(EngineLink):
         options: WorkerOptions,
         socket_dir: str,
         logging_setup: tuple[str, LogFormat] = ("warning", "text"),
+        hang_timeout_s: float = 0.0,
     ) -> None:
-        super().__init__(rank, engine_address(socket_dir, rank))
+        super().__init__(rank, engine_address(socket_dir, rank), hang_timeout_s)
         self.spec = spec
         self.options = options
         self.logging_setup = logging_setup
@@ -68,6 +70,7 @@ class EngineClient(EngineLink):
         """Spawn the engine process and wait for its handshake; EngineStartFailed if it cannot start."""
         self._stopping = False
         await self._spawn()
+        self._start_watchdog()
 
     async def _spawn(self) -> None:
         context = multiprocessing.get_context("spawn")
@@ -116,6 +119,7 @@ class EngineClient(EngineLink):
     async def stop(self) -> None:
         """Shut the engine down (its requests should have drained) and wait for it to exit."""
         self._stopping = True
+        await self._stop_watchdog()
         if self._restarting is not None:
             self._restarting.cancel()
             with contextlib.suppress(asyncio.CancelledError):

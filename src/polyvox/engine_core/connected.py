@@ -3,7 +3,8 @@
 connected, it says hello and waits for the handshake; disconnected (the process died), it ends the
 requests it had there with `EngineDied` (the `DataParallelEngine` sends those with no audio yet to a live
 rank) and waits for the launcher's restarted engine to take the socket again, on a fresh connection so
-nothing queued for the dead one reaches the new one.
+nothing queued for the dead one reaches the new one. One that hangs holding requests of this process is
+killed (`hang_timeout_s`, see `EngineLink`): the launcher restarts it as any that died.
 
 Its load is the engine's own count (what every API process sent it) plus what this process sent since
 the engine last reported, so each API process routes on the loads all of them make."""
@@ -33,8 +34,8 @@ def peer_identity(pid: int | None = None) -> bytes:
 
 
 class ConnectedEngineClient(EngineLink):
-    def __init__(self, rank: int, address: str) -> None:
-        super().__init__(rank, address)
+    def __init__(self, rank: int, address: str, hang_timeout_s: float = 0.0) -> None:
+        super().__init__(rank, address, hang_timeout_s)
         self._unreported = 0  # requests sent since the engine last told its count
         self._task: asyncio.Task | None = None
         self._first_ready: asyncio.Event = asyncio.Event()
@@ -66,11 +67,13 @@ class ConnectedEngineClient(EngineLink):
         """Connect (the engine may not be listening yet) and keep the connection in step with it."""
         if self._task is None:
             self._task = asyncio.create_task(self._follow())
+        self._start_watchdog()
 
     async def wait_ready(self) -> None:
         await self._first_ready.wait()
 
     async def stop(self) -> None:
+        await self._stop_watchdog()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -52,9 +52,11 @@ class DataParallelEngine:
         affinity: bool = True,
         socket_dir: str | None = None,
         connect: bool = False,
+        hang_timeout_s: float = 0.0,
     ) -> None:
         """`socket_dir`: where the ranks' sockets are (a temporary directory made at start when None);
-        `connect`: only connect to ranks the launcher owns there."""
+        `connect`: only connect to ranks the launcher owns there; `hang_timeout_s`: a rank holding
+        requests that makes no step for that long is killed, and so restarted (0: never)."""
         if connect and socket_dir is None:
             raise ValueError("connect needs the socket_dir of the launcher's engines")
         self.specs = ranks
@@ -64,6 +66,7 @@ class DataParallelEngine:
         self.clients: list[EngineClient | ConnectedEngineClient] = []
         self.connect = connect
         self.socket_dir = socket_dir
+        self.hang_timeout_s = hang_timeout_s
         self._made_dir: str | None = None
         self._stopped = asyncio.Event()  # wakes requests waiting for a rank when the engine stops
 
@@ -77,7 +80,7 @@ class DataParallelEngine:
         if self.socket_dir is None:
             self.socket_dir = self._made_dir = tempfile.mkdtemp(prefix="polyvox-engines-")
         clients = [
-            EngineClient(rank, spec, self.options, self.socket_dir, self.logging_setup)
+            EngineClient(rank, spec, self.options, self.socket_dir, self.logging_setup, self.hang_timeout_s)
             for rank, spec in enumerate(self.specs)
         ]
         self.clients = list(clients)
@@ -91,7 +94,7 @@ class DataParallelEngine:
         """Follow every rank; ready once one of them serves (the others join as they come up)."""
         assert self.socket_dir is not None
         clients = [
-            ConnectedEngineClient(rank, engine_address(self.socket_dir, rank))
+            ConnectedEngineClient(rank, engine_address(self.socket_dir, rank), self.hang_timeout_s)
             for rank in range(len(self.specs))
         ]
         self.clients = list(clients)

@@ -2,14 +2,22 @@
 hand each request's patches to that request's own queue, answer control calls, keep the engine's
 start-up stage as it says it (`stage`, which `/ready` names), keep its counters, and fail the requests
 it held when it goes away (`EngineDied`: the `DataParallelEngine` sends again those of them that had no
-audio yet). `EngineClient` (engine_core/client.py) also spawns and restarts the process;
-`ConnectedEngineClient` (connected.py) only connects to one a launcher owns."""
+audio yet). With `hang_timeout_s`, a watchdog kills an engine process that holds requests of this
+client and has said nothing for that long (it says something to every client each step it makes): its
+process is alive but stuck (a device that stopped answering, a SIGSTOP), and dying, it is restarted
+and its requests are ended as a dead one's are. `EngineClient` (engine_core/client.py) also spawns
+and restarts the process; `ConnectedEngineClient` (connected.py) only connects to one a launcher
+owns."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import itertools
+import logging
+import os
+import signal
+import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -22,6 +30,8 @@ from polyvox.batching.stats import BatchingStats
 from polyvox.engine_core import messages as m
 from polyvox.engine_core.request import EngineRequest
 from polyvox.engine_core.stats import PromptCacheStats
+
+log = logging.getLogger(__name__)
 
 
 class EngineDied(EngineError):
@@ -43,9 +53,15 @@ class SendFailed(EngineDied):
 
 
 class EngineLink:
-    def __init__(self, rank: int, address: str) -> None:
+    def __init__(self, rank: int, address: str, hang_timeout_s: float = 0.0) -> None:
+        """`hang_timeout_s`: how long the engine may hold requests of this client without a step before
+        it is killed as hung (0: never)."""
         self.rank = rank
         self.address = address
+        self.hang_timeout_s = hang_timeout_s
+        self._heard = 0.0  # when the engine last said anything (time.monotonic)
+        self._busy_since = 0.0  # when this client last sent a request while it had none there
+        self._watchdog: asyncio.Task | None = None
         self._handshake: m.Ready | None = None
         self._serving = asyncio.Event()  # set while up: what a request waiting for a live rank awaits
         self.stats: BatchingStats | None = None
@@ -108,6 +124,8 @@ class EngineLink:
             raise SendFailed(f"engine rank {self.rank} is not running")
         key = next(self._keys)
         sink: asyncio.Queue = asyncio.Queue()
+        if not self._requests:
+            self._busy_since = time.monotonic()
         self._requests[key] = sink
         finished = False
         try:
@@ -155,6 +173,7 @@ class EngineLink:
     async def _receive(self, socket: zmq.asyncio.Socket) -> None:
         while True:
             frames = await socket.recv_multipart(copy=False)
+            self._heard = time.monotonic()
             message = m.from_engine.decode(frames[0].buffer)
             if isinstance(message, m.Outputs):
                 audio = np.frombuffer(frames[1].buffer, dtype=np.float32)
@@ -181,6 +200,43 @@ class EngineLink:
                         reply.set_exception(RuntimeError(message.error))
                     else:
                         reply.set_result(message.result)
+
+    # ------------------------------------------------------------------ hangs
+
+    def _start_watchdog(self) -> None:
+        if self.hang_timeout_s > 0 and self._watchdog is None:
+            self._watchdog = asyncio.create_task(self._watch_for_hangs())
+
+    async def _stop_watchdog(self) -> None:
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watchdog
+
+    async def _watch_for_hangs(self) -> None:
+        """Kill the engine process once it has held requests of this client for `hang_timeout_s`
+        without a word (once per process: its death, seen as any other, ends them)."""
+        killed: int | None = None
+        while True:
+            await asyncio.sleep(min(1.0, self.hang_timeout_s / 4))
+            ready = self._handshake
+            if ready is None or ready.pid == killed or not self._requests:
+                continue
+            quiet = time.monotonic() - max(self._heard, self._busy_since)
+            if quiet < self.hang_timeout_s:
+                continue
+            log.error(
+                "engine rank %d (pid %d) made no step in %.0f s holding %d request(s): killing it "
+                "(engine_hang_timeout_s) to start it again",
+                self.rank,
+                ready.pid,
+                quiet,
+                len(self._requests),
+            )
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(ready.pid, signal.SIGKILL)
+            killed = ready.pid
 
     def _counted(self, stats: BatchingStats, prompts: PromptCacheStats, held: int) -> None:
         self.stats, self._prompt_stats, self.held = stats, prompts, held

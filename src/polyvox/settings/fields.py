@@ -298,6 +298,14 @@ class Settings(BaseSettings):
         description="One VoxCPM2 engine per device named (comma-separated, e.g. cuda:0,cuda:1); overrides "
         "device and data_parallel_size.",
     )
+    engine_hang_timeout_s: float = Field(
+        120.0,
+        ge=0,
+        description="An engine process (engine_process) that holds requests and makes no step for this "
+        "many seconds is taken as hung (alive but stuck) and killed, then restarted as one that died, its "
+        "requests with no audio yet sent again; 0: never. Generous by default: a step on a busy device, or "
+        "one that compiles, can take seconds.",
+    )
 
     # LoRA adapters (VoxCPM fine-tunes)
     lora: Annotated[dict[str, Path], NoDecode] = Field(
