@@ -2,10 +2,11 @@
 weights) leaves a drain behind it, as SIGTERM would: a stream in flight finishes whole, new requests get
 503 while it does, and then every process the launcher had started is gone (the API processes exit once
 drained, the idle one at once; the engine ranks, their parent gone, once the last API process has closed
-its connection)."""
+its connection), and the last of them removes the launcher's working directory."""
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from pathlib import Path
 
@@ -62,6 +63,8 @@ def test_a_launcher_killed_with_9_lets_its_stream_finish_whole_and_leaves_no_pro
         ranks = {engine_pid_of_rank(proc.pid, rank) for rank in range(2)}
         api = [pid for pid in engine_pids(proc.pid) if pid not in ranks]
         assert len(api) == 2 and ranks <= started
+        workdir = Path(tempfile.gettempdir()) / f"polyvox-launcher-{proc.pid}"  # engine sockets, metrics
+        assert (workdir / "engines").is_dir() and (workdir / "metrics").is_dir()
         stream = Stream(url)
         wait_until(lambda: len(stream.audio) > 0, "the stream has sent audio")
         kill9(proc.pid)
@@ -75,3 +78,4 @@ def test_a_launcher_killed_with_9_lets_its_stream_finish_whole_and_leaves_no_pro
     assert stream.status == 200 and stream.whole
     assert len(stream.audio) > 24000 * 2 * 4  # seconds of speech
     wait_until(lambda: not any(alive(pid) for pid in started), "every process the launcher started exited")
+    assert not workdir.exists(), sorted(str(path) for path in workdir.rglob("*"))

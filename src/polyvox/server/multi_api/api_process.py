@@ -8,7 +8,8 @@ reached by connecting to the launcher's (`ConnectedEngineClient`).
 - One started again after it died accepts connections only once its engine is ready: those the
   kernel dealt its socket meanwhile wait for it and are served, not answered 503 while it connects.
 - It drains and exits by itself when the launcher is gone (killed): the engine ranks serve on until
-  their last API process has gone, so what was in flight finishes.
+  their last API process has gone, so what was in flight finishes. The last API process to go removes
+  the launcher's working directory (`workdir`), as the launcher would have.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.synchronize import Event
+from pathlib import Path
 from typing import Any
 
 from polyvox.logs import setup_logging
+from polyvox.server.multi_api import workdir
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
 
@@ -40,19 +43,21 @@ READY_WAIT_S = 30.0  # how long a restarted process waits for its engine before 
 @dataclass(frozen=True)
 class Seat:
     """An API process's place behind the launcher: its number, the launcher (its parent), whether it
-    replaces one that died, and the drain's two words: its own that it has drained, and the
-    launcher's that all have."""
+    replaces one that died, the drain's two words (its own that it has drained, and the launcher's that
+    all have), and the launcher's working directory."""
 
     index: int
     launcher_pid: int
     restarted: bool
     drained: Event
     all_drained: Event
+    workdir: str
 
 
 def run(settings: Settings, listener: socket.socket, engine_sockets: str | None, seat: Seat) -> None:
     """The process's entry point (spawned; picklable arguments only)."""
     log_config = setup_logging(settings.log_level, settings.log_format)
+    held = workdir.hold(Path(seat.workdir))
     orphaned = threading.Event()
     watch = threading.Thread(
         target=_drain_when_orphaned,
@@ -83,6 +88,8 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
     # a service manager's SIGTERM and the launcher's may both arrive: the second must not cut the drain
     server = DrainingServer.serving(app, config, repeat_sigterm_stops=False, on_drained=stop_when_drained)
     server.run(sockets=[listener])
+    if orphaned.is_set() and workdir.remove_if_last(Path(seat.workdir), held):
+        log.info("the launcher's working directory %s is removed", seat.workdir)
 
 
 class AcceptWhenReady:

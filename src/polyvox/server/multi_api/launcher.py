@@ -23,7 +23,8 @@ enough streams for the engines, N of them can.
   then the engines stop, then the launcher exits, leaving no child behind. A second SIGTERM, or SIGINT,
   stops without waiting.
 - Killed (-9), the launcher leaves the same drain behind it: each API process drains and exits, and
-  each engine rank serves until the last API process has gone (its parent gone and no client connected).
+  each engine rank serves until the last API process has gone (its parent gone and no client connected);
+  the last API process to go removes the launcher's working directory (`workdir`).
 - With the embedded voice there are no engine ranks: each API process runs its own.
 """
 
@@ -45,7 +46,7 @@ from pathlib import Path
 
 from polyvox.engine_core.connected import peer_identity
 from polyvox.engine_core.data_parallel import DataParallelEngine
-from polyvox.server.multi_api import api_process
+from polyvox.server.multi_api import api_process, workdir
 from polyvox.server.multi_api.ports import listening_sockets
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
@@ -109,6 +110,7 @@ class Launcher:
         shutil.rmtree(self.workdir, ignore_errors=True)  # a launcher with this pid that was killed -9
         self.engine_sockets.mkdir(parents=True)
         self.metrics_dir.mkdir()
+        held = workdir.hold(self.workdir)  # while the launcher lives, no API process removes it
         try:
             self.engine = self._build_engine()
             listeners = listening_sockets(s.host, s.port, self.count)
@@ -137,6 +139,7 @@ class Launcher:
                 with contextlib.suppress(Exception):
                     process.kill()
             shutil.rmtree(self.workdir, ignore_errors=True)
+            os.close(held)
         if self.failure is not None:
             raise StartupError(self.failure)
         log.info("launcher: every process has exited")
@@ -166,7 +169,9 @@ class Launcher:
         restarted = False
         while not self._stopping.is_set():
             context = multiprocessing.get_context("spawn")
-            seat = api_process.Seat(index, os.getpid(), restarted, context.Event(), self.all_drained)
+            seat = api_process.Seat(
+                index, os.getpid(), restarted, context.Event(), self.all_drained, str(self.workdir)
+            )
             process = context.Process(
                 target=api_process.run,
                 args=(self._child_settings(), listener, self._engine_sockets(), seat),
