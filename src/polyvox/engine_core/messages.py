@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from polyvox import otel
 from polyvox.batching.stats import BatchingStats
 from polyvox.engine_core.request import EngineRequest, decode_hook, encode_hook
 from polyvox.engine_core.stats import PromptCacheStats
@@ -17,10 +18,13 @@ from polyvox.engine_core.stats import PromptCacheStats
 
 
 class Generate(msgspec.Struct, frozen=True, tag="generate"):
-    """A request for the engine; `key` names it between this client and the engine."""
+    """A request for the engine; `key` names it between this client and the engine. `trace`: the W3C
+    trace context of the span sending it (otel_traces), taken where the message is made, so the
+    engine's spans of the request join its trace (`request_spans.py`); empty when nothing is traced."""
 
     key: int
     request: EngineRequest
+    trace: dict[str, str] = msgspec.field(default_factory=otel.current_context)
 
 
 class Abort(msgspec.Struct, frozen=True, tag="abort"):

@@ -41,6 +41,7 @@ from polyvox.batching.step_loop import run_steps
 from polyvox.engine_core import messages as m
 from polyvox.engine_core.model_spec import ModelSpec
 from polyvox.engine_core.options import WorkerOptions
+from polyvox.engine_core.request_spans import RequestSpans
 from polyvox.engine_core.worker import EngineWorker
 from polyvox.logs import LogFormat, setup_logging
 from polyvox.startup import STAGES
@@ -210,6 +211,7 @@ class EngineLoop:
         self.seq_of: dict[RequestKey, int] = {}
         self.key_of: dict[int, RequestKey] = {}
         self.stats_sent = False  # whether clients have the counters as they are now
+        self.spans = RequestSpans()  # the traced requests' (otel_traces on the API side)
 
     def run(self) -> None:
         run_steps(self.core, self)
@@ -237,6 +239,7 @@ class EngineLoop:
         for seq_id in failure.seq_ids:
             if (key := self.key_of.pop(seq_id, None)) is not None:
                 del self.seq_of[key]
+                self.spans.ended(key, "failed")
                 self.link.send(key[0], m.Failed(key[1], "failed", str(failure)))
         self.stats_sent = False
 
@@ -244,6 +247,7 @@ class EngineLoop:
         if isinstance(message, m.Generate):
             self.link.peers.add(peer)  # told its patches, even if it was forgotten (a pid used again)
             key = (peer, message.key)
+            self.spans.received(key, message.trace)
             future = self.prepare_pool.submit(self.worker.prepare, message.request)
             self.preparing[key] = future
             self.request_of[key] = message.request.request_id
@@ -260,6 +264,7 @@ class EngineLoop:
                 log.info("a client is gone: its requests are dropped")
 
     def abort(self, key: RequestKey) -> None:
+        self.spans.ended(key, "aborted")
         if key in self.preparing:
             self.preparing.pop(key).cancel()
             del self.request_of[key]
@@ -290,17 +295,21 @@ class EngineLoop:
                 prompt, params = future.result()
                 seq = self.core.add_request(prompt, params, str(key[1]))
             except EngineInputError as exc:
+                self.spans.ended(key, "failed")
                 self.link.send(key[0], m.Failed(key[1], "input", exc.message, exc.param, exc.code))
                 continue
             except EngineOverloaded as exc:
+                self.spans.ended(key, "failed")
                 self.link.send(key[0], m.Failed(key[1], "overloaded", str(exc)))
                 continue
             except Exception as exc:
                 log.exception("preparing a request failed")
+                self.spans.ended(key, "failed")
                 self.link.send(key[0], m.Failed(key[1], "failed", f"{type(exc).__name__}: {exc}"))
                 continue
             self.seq_of[key] = seq.seq_id
             self.key_of[seq.seq_id] = key
+            self.spans.admitted(key)
             self.stats_sent = False
 
     def publish(self, outputs: list[StepOutput]) -> None:
@@ -312,6 +321,7 @@ class EngineLoop:
             if out.finished:
                 del self.key_of[out.seq_id]
                 del self.seq_of[key]
+                self.spans.ended(key, "finished")
             by_peer.setdefault(key[0], []).append(m.Chunk(key[1], out.index, out.finished, out.row))
         # The step's audio goes out as one frame, not copied (the runner makes a new array each step),
         # when one client has every row; several clients each get their own rows.
