@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from helpers.official_v1 import build_official_v1
-from polyvox.models.voxcpm1.audio_vae import AudioVAEV1
+from polyvox.models.voxcpm1.audio_vae import audio_vae_v1
 from polyvox.models.voxcpm1.config import VoxCPM1Config
 from polyvox.models.voxcpm1.loaded_model import STREAMING_PREFIX_LEN
 from polyvox.models.voxcpm1.model import VoxCPM1LM
@@ -42,7 +42,7 @@ def pair(request, tokenizer_dir):
     lm = VoxCPM1LM(config).eval()
     state = {k: v for k, v in official.state_dict().items() if not k.startswith("audio_vae.")}
     lm.load_state_dict(state, strict=True)
-    vae = AudioVAEV1(config.vae_config).eval()
+    vae = audio_vae_v1(config.vae_config).eval()
     vae.load_state_dict(fold_weight_norm(official.audio_vae.state_dict()), strict=True)
     return config, official, lm, vae
 

@@ -11,8 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from polyvox.models.voxcpm2.audio_vae import AudioVAE
-from polyvox.models.voxcpm2.model import VoxCPM2LM
+from polyvox.models.interface import AudioVAE, SpeechLM
 from polyvox.startup import Progress, stage
 
 log = logging.getLogger(__name__)
@@ -23,7 +22,7 @@ WARM_UP_BATCHES = (1, 2, 3)  # 1 is specialised; 2 then 3 makes the batch dimens
 WARM_UP_PATCHES = (1, 2, 3)  # VAE latents: one patch per step, several when priming a continuation
 
 
-def compile_step_modules(lm: VoxCPM2LM, vae: AudioVAE, enabled: bool = True) -> bool:
+def compile_step_modules(lm: SpeechLM, vae: AudioVAE, enabled: bool = True) -> bool:
     """Compile LocEnc, the LocDiT estimator and `vae.decode_stream` in place and warm them up
     (`enabled=False` puts the eager versions back). Returns whether the compiled versions are in use.
 
@@ -52,7 +51,7 @@ def _uncompile(targets: list[tuple[nn.Module, str]]) -> None:
 
 
 @torch.inference_mode()
-def _warm_up(lm: VoxCPM2LM, vae: AudioVAE) -> None:
+def _warm_up(lm: SpeechLM, vae: AudioVAE) -> None:
     patch, dim = lm.patch_size, lm.feat_dim
     hidden = lm.config.lm_config.hidden_size
     options: dict[str, Any] = dict(device=lm.device, dtype=lm.dtype)

@@ -20,9 +20,7 @@ from polyvox.batching.model_runner import ModelRunner, StepPatches
 from polyvox.batching.scheduler import Scheduler
 from polyvox.batching.sequence import PromptLike, SamplingParams, Sequence, SequenceStatus
 from polyvox.batching.stats import BATCH_SIZE_BOUNDS, STEP_SECONDS_BOUNDS, BatchingStats, bucket_of
-from polyvox.models.voxcpm2.audio_vae import AudioVAE
-from polyvox.models.voxcpm2.config import VoxCPM2Config
-from polyvox.models.voxcpm2.model import VoxCPM2LM
+from polyvox.models.interface import AudioVAE, SpeechConfig, SpeechLM
 
 
 class StepOutput(msgspec.Struct, gc=False):
@@ -64,9 +62,9 @@ class StepFailed(RuntimeError):
 class BatchingCore:
     def __init__(
         self,
-        lm: VoxCPM2LM,
+        lm: SpeechLM,
         vae: AudioVAE,
-        model_config: VoxCPM2Config,
+        model_config: SpeechConfig,
         config: BatchingConfig,
         device: torch.device,
         dtype: torch.dtype,

@@ -16,10 +16,7 @@ import torch
 
 from polyvox.batching.block_tables import BlockTableArray
 from polyvox.batching.cuda_graph import GraphMismatch, GraphSet
-from polyvox.models.voxcpm2.attention import AttentionMetadata
-from polyvox.models.voxcpm2.host_to_device import copy_from_host
-from polyvox.models.voxcpm2.kv_cache import PagedKVCache
-from polyvox.models.voxcpm2.model import VoxCPM2LM
+from polyvox.models.interface import AttentionMetadata, PagedKVCache, SpeechLM, copy_from_host
 
 # The LocDiT solve's tensor inputs: LM hidden, residual hidden, previous patch, noise, CFG value.
 SolveInputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
@@ -33,7 +30,7 @@ def batch_buckets(max_batch: int) -> list[int]:
 
 
 class _Graph:
-    def __init__(self, graphs: GraphSet, lm: VoxCPM2LM, inputs: SolveInputs, steps: int) -> None:
+    def __init__(self, graphs: GraphSet, lm: SpeechLM, inputs: SolveInputs, steps: int) -> None:
         self.inputs = inputs
         self.graph, self.output, _ = graphs.capture_graph(lambda: lm.decode_patch(*inputs, steps))
 
@@ -46,7 +43,7 @@ class _Graph:
 
 
 class DiTGraphs(GraphSet):
-    def __init__(self, lm: VoxCPM2LM, max_batch: int) -> None:
+    def __init__(self, lm: SpeechLM, max_batch: int) -> None:
         super().__init__("the LocDiT solve")
         self.lm = lm
         self.buckets = batch_buckets(max_batch)
@@ -132,7 +129,7 @@ class AdvanceGraphs(GraphSet):
 
     def __init__(
         self,
-        lm: VoxCPM2LM,
+        lm: SpeechLM,
         base_kv: PagedKVCache,
         res_kv: PagedKVCache,
         block_size: int,

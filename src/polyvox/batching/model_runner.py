@@ -28,13 +28,19 @@ from polyvox.batching.scheduler import ScheduledChunk
 from polyvox.batching.sequence import Sequence
 from polyvox.batching.vae_graphs import VAEDecodeGraphs
 from polyvox.batching.vae_state_pool import VAEStatePool
+from polyvox.models.interface import (
+    AttentionMetadata,
+    AudioVAE,
+    LMConfig,
+    PagedKVCache,
+    SpeechConfig,
+    SpeechLM,
+    compare_backends,
+    device_tensor,
+    to_device,
+    use_backend,
+)
 from polyvox.models.lora.bank import AdapterUse, SlotsBusy
-from polyvox.models.voxcpm2.attention import AttentionMetadata, compare_backends, use_backend
-from polyvox.models.voxcpm2.audio_vae import AudioVAE
-from polyvox.models.voxcpm2.config import LMConfig, VoxCPM2Config
-from polyvox.models.voxcpm2.host_to_device import device_tensor, to_device
-from polyvox.models.voxcpm2.kv_cache import PagedKVCache
-from polyvox.models.voxcpm2.model import VoxCPM2LM
 
 log = logging.getLogger(__name__)
 FLASH_TOLERANCE = 5e-2  # flash-attn vs SDPA on random fp16/bf16 inputs of unit scale
@@ -97,9 +103,9 @@ class _LastStep:
 class ModelRunner:
     def __init__(
         self,
-        lm: VoxCPM2LM,
+        lm: SpeechLM,
         vae: AudioVAE,
-        model_config: VoxCPM2Config,
+        model_config: SpeechConfig,
         config: BatchingConfig,
         device: torch.device,
         dtype: torch.dtype,

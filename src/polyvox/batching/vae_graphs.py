@@ -17,8 +17,7 @@ import torch
 from polyvox.batching.cuda_graph import GraphSet
 from polyvox.batching.graphs import batch_buckets
 from polyvox.batching.vae_state_pool import VAEStatePool
-from polyvox.models.voxcpm2.audio_vae import AudioVAE
-from polyvox.models.voxcpm2.host_to_device import copy_from_host
+from polyvox.models.interface import AudioVAE, copy_from_host
 
 
 class _StaticDecode:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from polyvox.models.voxcpm2.audio_vae import AudioVAE, StreamState
+from polyvox.models.interface import AudioVAE, StreamState
 
 
 class VAEStatePool:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from polyvox.models.interface import resolve_device
 from polyvox.models.model_source import ModelSource, checkpoint_source, on_hub, random_source
-from polyvox.models.voxcpm2.checkpoint import resolve_device
 from polyvox.settings import Settings
 
 

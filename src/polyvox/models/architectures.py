@@ -9,9 +9,9 @@ from typing import Any
 
 from polyvox.models.family import ModelFamily
 from polyvox.models.loaded_model import LoadedModel
+from polyvox.models.speech_config import SpeechConfig
 from polyvox.models.voxcpm1.family import FAMILY as VOXCPM1
 from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
-from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.family import FAMILY as VOXCPM2
 
 FAMILIES: tuple[ModelFamily, ...] = (VOXCPM1, VOXCPM2)
@@ -30,12 +30,12 @@ def model_class(arch: str) -> type[LoadedModel]:
     return family_of(arch).model_class
 
 
-def config_for_arch(arch: str, size: str) -> VoxCPM2Config:
+def config_for_arch(arch: str, size: str) -> SpeechConfig:
     """The tiny (CPU tests) or full (published size) config of `arch`."""
     return family_of(arch).config_for(arch, size)
 
 
-def parse_config(data: Mapping[str, Any]) -> VoxCPM2Config:
+def parse_config(data: Mapping[str, Any]) -> SpeechConfig:
     """A config.json's content as the config of the family it names in `architecture` ("voxcpm" for
     VoxCPM 1.x, "voxcpm2"; VoxCPM2 when absent). Raises ValidationError (a broken config) or ValueError
     (an architecture polyvox does not serve)."""
@@ -47,18 +47,18 @@ def parse_config(data: Mapping[str, Any]) -> VoxCPM2Config:
     raise ValueError(f"architecture {name!r} is not one polyvox serves ({served})")
 
 
-def _family_of_config(config: VoxCPM2Config) -> ModelFamily:
+def _family_of_config(config: SpeechConfig) -> ModelFamily:
     for family in FAMILIES:
         if type(config) is family.model_class.config_class:
             return family
     raise ValueError(f"{type(config).__name__} is no registered family's config")
 
 
-def arch_of(config: VoxCPM2Config) -> str:
+def arch_of(config: SpeechConfig) -> str:
     return _family_of_config(config).arch_of(config)
 
 
-def vae_config(config: VoxCPM2Config) -> AudioVAEConfig:
+def vae_config(config: SpeechConfig) -> AudioVAEConfig:
     """The AudioVAE of `config`'s release: its input (reference) and output rates, its shape."""
     return _family_of_config(config).vae_config(config)
 

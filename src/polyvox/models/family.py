@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from polyvox.models.loaded_model import LoadedModel
+from polyvox.models.speech_config import SpeechConfig
 from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
-from polyvox.models.voxcpm2.config import VoxCPM2Config
 
 
 @dataclass(frozen=True)
@@ -22,10 +22,10 @@ class ModelFamily:
     # its loaded model (its config, LM and AudioVAE classes, its prompts)
     model_class: type[LoadedModel]
     # (arch, size) -> the release's tiny (CPU tests) or full (published size) config
-    config_for: Callable[[str, str], VoxCPM2Config]
+    config_for: Callable[[str, str], SpeechConfig]
     # the release a config of this family describes
-    arch_of: Callable[[VoxCPM2Config], str]
+    arch_of: Callable[[SpeechConfig], str]
     # the AudioVAE a config describes: its input (reference) and output rates, its shape
-    vae_config: Callable[[VoxCPM2Config], AudioVAEConfig]
+    vae_config: Callable[[SpeechConfig], AudioVAEConfig]
     designs_voices: bool = False  # `instructions` can describe a voice
     clones_from_clip_alone: bool = False  # a reference clip clones a voice without its transcript

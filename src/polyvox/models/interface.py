@@ -1,8 +1,13 @@
-"""`SpeechModel`: what the engine asks of a loaded model, of any family: its parts for the batching core
-(config, LM, AudioVAE, where it runs), its prompts (`build_prompt`, with a voice clip encoded by
-`encode_clip`), its length cap, and what it is (`arch`, its rates). Every family's `LoadedModel` is
-one; the engine (engine_core/) names no family. `Prompt` is the prompt every family builds, `Padding`
-the side a clip is padded on."""
+"""The seam between the engine and the model families: the engine (engine_core/, batching/) imports
+models only through this module (and `models/architectures.py` for what a family declares), so a new
+family is a folder and a registration. `SpeechModel` is what the engine asks of a loaded model, of any
+family: its parts for the batching core (config, LM, AudioVAE, where it runs), its prompts
+(`build_prompt`, with a voice clip encoded by `encode_clip`), its length cap, and what it is (`arch`,
+its rates). Every family's `LoadedModel` is one. The rest are the parts every family is built of, as
+the batching core drives them: `SpeechLM` (the step methods) and `SpeechConfig`, the AudioVAE and its
+streaming state, the paged KV cache and attention metadata, host-to-device copies, the device a model
+runs on (`resolve_device`); `Prompt` is the
+prompt every family builds, `Padding` the side a clip is padded on."""
 
 from __future__ import annotations
 
@@ -10,24 +15,45 @@ from typing import TYPE_CHECKING, Protocol
 
 import torch
 
+from polyvox.models.speech_config import LMConfig, SpeechConfig
+from polyvox.models.speech_lm import SpeechLM
+from polyvox.models.voxcpm2.attention import AttentionMetadata, compare_backends, use_backend
 from polyvox.models.voxcpm2.audio_in import Padding
+from polyvox.models.voxcpm2.audio_vae import AudioVAE, StreamState
+from polyvox.models.voxcpm2.checkpoint import resolve_device
+from polyvox.models.voxcpm2.host_to_device import copy_from_host, device_tensor, to_device
+from polyvox.models.voxcpm2.kv_cache import PagedKVCache
 from polyvox.models.voxcpm2.prompt import Prompt
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from polyvox.models.voxcpm2.audio_vae import AudioVAE
-    from polyvox.models.voxcpm2.config import VoxCPM2Config
-    from polyvox.models.voxcpm2.model import VoxCPM2LM
     from polyvox.models.voxcpm2.tokenizer import VoxCPM2Tokenizer
 
-__all__ = ["Padding", "Prompt", "SpeechModel"]
+__all__ = [
+    "AttentionMetadata",
+    "AudioVAE",
+    "LMConfig",
+    "PagedKVCache",
+    "Padding",
+    "Prompt",
+    "SpeechConfig",
+    "SpeechLM",
+    "SpeechModel",
+    "StreamState",
+    "compare_backends",
+    "copy_from_host",
+    "device_tensor",
+    "resolve_device",
+    "to_device",
+    "use_backend",
+]
 
 
 class SpeechModel(Protocol):
-    config: VoxCPM2Config  # every family's config has VoxCPM2's fields
+    config: SpeechConfig  # the fields every family's config has
     tokenizer: VoxCPM2Tokenizer
-    lm: VoxCPM2LM  # every family's LM has VoxCPM2's step methods (prefill, decode_patch, advance...)
+    lm: SpeechLM  # every family's LM: the step methods (prefill, decode_patch, advance...)
     vae: AudioVAE
 
     @property

@@ -19,6 +19,8 @@ import torch
 from pydantic import ValidationError
 from torch import nn
 
+from polyvox.models.speech_config import SpeechConfig
+from polyvox.models.speech_lm import SpeechLM
 from polyvox.models.voxcpm2.audio_in import Padding, encode_audio_bytes, encode_wav
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, fold_weight_norm
 from polyvox.models.voxcpm2.checkpoint import (
@@ -36,9 +38,7 @@ from polyvox.models.voxcpm2.checkpoint import (
     resolve_dtype,
     weight_files,
 )
-from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.generate import capped_max_len, generate_latents
-from polyvox.models.voxcpm2.model import VoxCPM2LM
 from polyvox.models.voxcpm2.prompt import Prompt
 from polyvox.models.voxcpm2.random_checkpoint import random_lm_tensors, random_vae
 from polyvox.models.voxcpm2.tokenizer import VoxCPM2Tokenizer, build_test_tokenizer
@@ -59,13 +59,13 @@ def _skip_init():
 
 
 def _build_lm(
-    config: VoxCPM2Config,
+    config: SpeechConfig,
     state: dict[str, torch.Tensor],
     source: str,
     device,
     dtype,
-    lm_class: type[VoxCPM2LM] = VoxCPM2LM,
-) -> VoxCPM2LM:
+    lm_class: type[SpeechLM],
+) -> SpeechLM:
     with torch.device("meta"):
         report = compare_keys(lm_class(config), state)
     if report:
@@ -88,22 +88,22 @@ def collapse_whitespace(text: str) -> str:
 
 @dataclass
 class LoadedModel:
-    config: VoxCPM2Config
+    config: SpeechConfig
     tokenizer: VoxCPM2Tokenizer
-    lm: VoxCPM2LM
+    lm: SpeechLM
     vae: AudioVAE
 
     # a family's parts, named by its own class
-    config_class: ClassVar[type[VoxCPM2Config]] = VoxCPM2Config
-    lm_class: ClassVar[type[VoxCPM2LM]] = VoxCPM2LM
+    config_class: ClassVar[type[SpeechConfig]] = SpeechConfig
+    lm_class: ClassVar[type[SpeechLM]] = SpeechLM
 
     @staticmethod
-    def make_vae(config: VoxCPM2Config) -> AudioVAE:
+    def make_vae(config: SpeechConfig) -> AudioVAE:
         """An untrained AudioVAE of `config`'s shape."""
         raise NotImplementedError
 
     @classmethod
-    def default_config(cls, size: str) -> VoxCPM2Config:
+    def default_config(cls, size: str) -> SpeechConfig:
         """The family's tiny (CPU tests) or full (published size) config, for random weights."""
         raise NotImplementedError
 
@@ -169,7 +169,7 @@ class LoadedModel:
         return cls(config, tokenizer, lm, vae)
 
     @classmethod
-    def check(cls, directory: Path) -> VoxCPM2Config:
+    def check(cls, directory: Path) -> SpeechConfig:
         """The checkpoint's config, once its files are there and the LM's tensor names and shapes (from
         the safetensors header, no weights read) fit it: cheap enough to run before the server listens.
         CheckpointError names what is wrong."""
@@ -204,7 +204,7 @@ class LoadedModel:
         dtype: str | torch.dtype | None = "auto",
         seed: int = 0,
         tokenizer_dir: str | os.PathLike | None = None,
-        config: VoxCPM2Config | None = None,
+        config: SpeechConfig | None = None,
     ) -> Self:
         """Random weights in memory: the same weights `write_random_checkpoint(size=size, seed=seed)` writes
         (of `config`, by default the family's config of `size`). The test tokenizer is written to

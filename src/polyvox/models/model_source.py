@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from polyvox.models import modelscope_cache as modelscope
 from polyvox.models.architectures import arch_of, config_for_arch, model_class, parse_config, vae_config
 from polyvox.models.loaded_model import LoadedModel
+from polyvox.models.speech_config import SpeechConfig
 from polyvox.models.voxcpm2.checkpoint import (
     CheckpointError,
     download_checkpoint,
@@ -31,7 +32,6 @@ from polyvox.models.voxcpm2.checkpoint import (
     resolve_device,
     resolve_dtype,
 )
-from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.startup import stage
 
 MODELSCOPE_PREFIX = "modelscope:"
@@ -65,7 +65,7 @@ def on_hub(model: str, hub: str) -> str:
     return model
 
 
-def _rates(config: VoxCPM2Config) -> tuple[int, int]:
+def _rates(config: SpeechConfig) -> tuple[int, int]:
     """(output rate, reference rate): the AudioVAE's output and input sample rates."""
     vae = vae_config(config)
     return vae.out_sample_rate, vae.sample_rate

@@ -1,4 +1,4 @@
-"""AudioVAE V1 (VoxCPM-0.5B, VoxCPM 1.5): polyvox's AudioVAE without output-rate conditioning, decoding
+"""AudioVAE V1 (VoxCPM-0.5B, VoxCPM 1.5): VoxCPM2's AudioVAE without output-rate conditioning, decoding
 at the rate it encodes, with V1's encoder alignment.
 
 V1's strided encoder convolutions pad `2 * ceil(stride / 2)` samples on the left, one more than V2's
@@ -12,13 +12,14 @@ import math
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig, CausalConv1d, CausalEncoderBlock
 
 
-class AudioVAEV1(AudioVAE):
-    def __init__(self, config: AudioVAEConfig) -> None:
-        if config.sr_bin_boundaries is not None or config.out_sample_rate != config.sample_rate:
-            raise ValueError("AudioVAE V1 decodes at its input rate, without rate conditioning")
-        super().__init__(config)
-        blocks = [m for m in self.encoder.block if isinstance(m, CausalEncoderBlock)]
-        for block, stride in zip(blocks, config.encoder_rates, strict=True):
-            downsample = block.block[-1]
-            assert isinstance(downsample, CausalConv1d)
-            downsample.left_pad = 2 * math.ceil(stride / 2)
+def audio_vae_v1(config: AudioVAEConfig) -> AudioVAE:
+    """VoxCPM2's AudioVAE built of `config` (no rate conditioning) with V1's encoder padding."""
+    if config.sr_bin_boundaries is not None or config.out_sample_rate != config.sample_rate:
+        raise ValueError("AudioVAE V1 decodes at its input rate, without rate conditioning")
+    vae = AudioVAE(config)
+    blocks = [m for m in vae.encoder.block if isinstance(m, CausalEncoderBlock)]
+    for block, stride in zip(blocks, config.encoder_rates, strict=True):
+        downsample = block.block[-1]
+        assert isinstance(downsample, CausalConv1d)
+        downsample.left_pad = 2 * math.ceil(stride / 2)
+    return vae

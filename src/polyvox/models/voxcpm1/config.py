@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
+from polyvox.models.speech_config import LMConfig, RopeScalingConfig, SpeechConfig
 from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
-from polyvox.models.voxcpm2.config import LMConfig, RopeScalingConfig, VoxCPM2Config
+from polyvox.models.voxcpm2.config import VoxCPM2Config
 
 Variant = Literal["voxcpm1", "voxcpm1.5"]
 
@@ -39,10 +40,11 @@ VAE_V15: dict[str, Any] = {
 }
 
 
-class VoxCPM1Config(VoxCPM2Config):
-    """The official `VoxCPMConfig`. It shares VoxCPM2's fields (so the engine reads both alike) except
-    `dit_mean_mode`, which sits at the top level here; a VoxCPM 1.x checkpoint has no ref-audio tokens,
-    no `fusion_concat_proj` and a residual LM with RoPE."""
+class VoxCPM1Config(SpeechConfig):
+    """The official `VoxCPMConfig`: the fields every family has (so the engine reads it as it reads
+    VoxCPM2's) and `dit_mean_mode`, which sits at the top level here; a VoxCPM 1.x checkpoint has no
+    ref-audio tokens, no `fusion_concat_proj` and a residual LM with RoPE. Its tiny and full sizes take
+    VoxCPM2's LM config as their starting point."""
 
     architecture: str = "voxcpm"
     patch_size: int = 2
@@ -53,7 +55,7 @@ class VoxCPM1Config(VoxCPM2Config):
 
     @field_validator("architecture")
     @classmethod
-    def _is_voxcpm2(cls, value: str) -> str:  # replaces VoxCPM2Config's check of the same name
+    def _is_voxcpm1(cls, value: str) -> str:
         if value.lower() != "voxcpm":
             raise ValueError(f"not a VoxCPM 1.x checkpoint (architecture={value!r})")
         return value

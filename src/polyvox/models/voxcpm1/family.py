@@ -6,21 +6,21 @@ from __future__ import annotations
 from typing import cast
 
 from polyvox.models.family import ModelFamily
+from polyvox.models.speech_config import SpeechConfig
 from polyvox.models.voxcpm1.config import Variant, VoxCPM1Config
 from polyvox.models.voxcpm1.loaded_model import VoxCPM1, v1_config
 from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
-from polyvox.models.voxcpm2.config import VoxCPM2Config
 
 
-def _config_for(arch: str, size: str) -> VoxCPM2Config:
+def _config_for(arch: str, size: str) -> SpeechConfig:
     return v1_config(cast(Variant, arch), size)
 
 
-def _arch_of(config: VoxCPM2Config) -> str:
+def _arch_of(config: SpeechConfig) -> str:
     return cast(VoxCPM1Config, config).variant
 
 
-def _vae_config(config: VoxCPM2Config) -> AudioVAEConfig:
+def _vae_config(config: SpeechConfig) -> AudioVAEConfig:
     return cast(VoxCPM1Config, config).vae_config
 
 

@@ -10,11 +10,11 @@ import os
 import torch
 
 from polyvox.models.loaded_model import AudioInput, LoadedModel, collapse_whitespace
+from polyvox.models.speech_config import SpeechConfig
 from polyvox.models.voxcpm2.audio_vae import AudioVAE
-from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.prompt import Prompt, build_prompt
 
-from .audio_vae import AudioVAEV1
+from .audio_vae import audio_vae_v1
 from .config import Variant, VoxCPM1Config
 from .model import VoxCPM1LM
 
@@ -38,9 +38,9 @@ class VoxCPM1(LoadedModel):
     lm_class = VoxCPM1LM
 
     @staticmethod
-    def make_vae(config: VoxCPM2Config) -> AudioVAE:
+    def make_vae(config: SpeechConfig) -> AudioVAE:
         assert isinstance(config, VoxCPM1Config)
-        return AudioVAEV1(config.vae_config)
+        return audio_vae_v1(config.vae_config)
 
     @classmethod
     def default_config(cls, size: str) -> VoxCPM1Config:
@@ -58,7 +58,7 @@ class VoxCPM1(LoadedModel):
         dtype: str | torch.dtype | None = "auto",
         seed: int = 0,
         tokenizer_dir: str | os.PathLike | None = None,
-        config: VoxCPM2Config | None = None,
+        config: SpeechConfig | None = None,
         variant: Variant = "voxcpm1.5",
     ) -> VoxCPM1:
         model = super().random(size, device, dtype, seed, tokenizer_dir, config or v1_config(variant, size))

@@ -1,22 +1,22 @@
-"""VoxCPM2 model configuration, read from a checkpoint's `config.json` with the official field names."""
+"""VoxCPM2 model configuration, read from a checkpoint's `config.json` with the official field names (the
+fields every family shares are `models/speech_config.py`'s)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-import torch
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import field_validator
 
-_DTYPES = {
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "float32": torch.float32,
-    "fp32": torch.float32,
-}
+from polyvox.models.speech_config import (
+    CfmConfig,
+    DitConfig,
+    EncoderConfig,
+    LMConfig,
+    RopeScalingConfig,
+    SpeechConfig,
+)
+
+__all__ = ["CfmConfig", "DitConfig", "EncoderConfig", "LMConfig", "RopeScalingConfig", "VoxCPM2Config"]
 
 # AudioVAE V2 defaults, written into generated config.json files (the VAE module owns their meaning).
 _VAE_DEFAULTS: dict[str, Any] = {
@@ -36,79 +36,8 @@ _VAE_DEFAULTS: dict[str, Any] = {
 }
 
 
-class _Config(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class RopeScalingConfig(_Config):
-    type: str = "longrope"
-    long_factor: list[float]
-    short_factor: list[float]
-    original_max_position_embeddings: int
-
-
-class LMConfig(_Config):
-    """A MiniCPM4 stack; the LocEnc/LocDiT/residual stacks are copies with a few fields changed."""
-
-    bos_token_id: int = 1
-    eos_token_id: int = 2
-    hidden_size: int
-    intermediate_size: int
-    max_position_embeddings: int
-    num_attention_heads: int
-    num_hidden_layers: int
-    num_key_value_heads: int
-    rms_norm_eps: float = 1e-5
-    rope_scaling: RopeScalingConfig
-    vocab_size: int
-    use_mup: bool = True
-    scale_emb: float = 1.0
-    dim_model_base: int = 256
-    scale_depth: float = 1.0
-    rope_theta: float = 10000.0
-    kv_channels: int | None = None
-    no_rope: bool = False
-
-    @property
-    def head_dim(self) -> int:
-        return self.kv_channels or self.hidden_size // self.num_attention_heads
-
-
-class EncoderConfig(_Config):
-    hidden_dim: int = 1024
-    ffn_dim: int = 4096
-    num_heads: int = 16
-    num_layers: int = 4
-    kv_channels: int | None = None
-
-
-class CfmConfig(_Config):
-    sigma_min: float = 1e-6
-    solver: str = "euler"
-    t_scheduler: str = "log-norm"
-    inference_cfg_rate: float = 1.0
-
-
-class DitConfig(EncoderConfig):
-    dit_mean_mode: bool = False
-    cfm_config: CfmConfig = CfmConfig()
-
-
-class VoxCPM2Config(_Config):
+class VoxCPM2Config(SpeechConfig):
     architecture: str = "voxcpm2"
-    lm_config: LMConfig
-    patch_size: int = 4
-    feat_dim: int = 64
-    residual_lm_num_layers: int = 8
-    residual_lm_no_rope: bool = False
-    scalar_quantization_latent_dim: int = 512
-    scalar_quantization_scale: int = 9
-    encoder_config: EncoderConfig
-    dit_config: DitConfig
-    audio_vae_config: dict[str, Any] | None = None
-    max_length: int = 8192
-    device: str = "cuda"
-    dtype: str = "bfloat16"
 
     @field_validator("architecture")
     @classmethod
@@ -116,51 +45,6 @@ class VoxCPM2Config(_Config):
         if value.lower() != "voxcpm2":
             raise ValueError(f"not a VoxCPM2 checkpoint (architecture={value!r})")
         return value
-
-    @field_validator("dtype")
-    @classmethod
-    def _known_dtype(cls, value: str) -> str:
-        if value not in _DTYPES:
-            raise ValueError(f"unsupported dtype {value!r}")
-        return value
-
-    @property
-    def torch_dtype(self) -> torch.dtype:
-        return _DTYPES[self.dtype]
-
-    @property
-    def residual_lm_config(self) -> LMConfig:
-        return self.lm_config.model_copy(
-            update={
-                "num_hidden_layers": self.residual_lm_num_layers,
-                "vocab_size": 0,
-                "no_rope": self.residual_lm_no_rope,
-            }
-        )
-
-    def local_config(self, local: EncoderConfig) -> LMConfig:
-        """The MiniCPM4 config of a LocEnc/LocDiT stack: the LM config with the local sizes."""
-        return self.lm_config.model_copy(
-            update={
-                "hidden_size": local.hidden_dim,
-                "intermediate_size": local.ffn_dim,
-                "num_attention_heads": local.num_heads,
-                "num_hidden_layers": local.num_layers,
-                "kv_channels": local.kv_channels,
-                "vocab_size": 0,
-            }
-        )
-
-    @classmethod
-    def from_json(cls, path: str | Path) -> VoxCPM2Config:
-        """Read `config.json` (or the `config.json` inside a checkpoint directory)."""
-        path = Path(path)
-        if path.is_dir():
-            path = path / "config.json"
-        return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
-
-    def to_json(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.model_dump(), indent=2), encoding="utf-8")
 
     @classmethod
     def tiny(cls) -> VoxCPM2Config:

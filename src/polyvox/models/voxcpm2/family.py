@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from polyvox.models.family import ModelFamily
+from polyvox.models.speech_config import SpeechConfig
 from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
-from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.models.voxcpm2.random_checkpoint import config_for
 
 
-def _config_for(arch: str, size: str) -> VoxCPM2Config:
+def _config_for(arch: str, size: str) -> SpeechConfig:
     return config_for(size)
 
 
-def _vae_config(config: VoxCPM2Config) -> AudioVAEConfig:
+def _vae_config(config: SpeechConfig) -> AudioVAEConfig:
     return AudioVAEConfig.from_dict(config.audio_vae_config)
 
 

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 import torch
 
+from polyvox.models.speech_lm import SpeechLM
+
 from .attention import AttentionMetadata
-from .model import VoxCPM2LM
 from .prompt import Prompt
 
 BLOCK_SIZE = 16
@@ -21,7 +22,7 @@ def capped_max_len(prompt: Prompt, max_len: int, ratio: float = 6.0) -> int:
 
 @torch.inference_mode()
 def generate_latents(
-    model: VoxCPM2LM,
+    model: SpeechLM,
     prompt: Prompt,
     *,
     cfg_value: float = 2.0,
@@ -87,7 +88,7 @@ def generate_latents(
         prev_patch = patch
 
 
-def generate_latent_sequence(model: VoxCPM2LM, prompt: Prompt, **kwargs) -> torch.Tensor:
+def generate_latent_sequence(model: SpeechLM, prompt: Prompt, **kwargs) -> torch.Tensor:
     """All generated latents as one `[D, T*P]` sequence (prompt context excluded)."""
     patches = list(generate_latents(model, prompt, **kwargs))
     return torch.stack(patches).flatten(0, 1).transpose(0, 1)

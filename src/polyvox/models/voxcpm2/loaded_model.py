@@ -4,6 +4,7 @@ zero-shot, voice design, reference cloning, continuation of a transcribed clip, 
 from __future__ import annotations
 
 from polyvox.models.loaded_model import AudioInput, LoadedModel, collapse_whitespace
+from polyvox.models.speech_config import SpeechConfig
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
@@ -18,7 +19,7 @@ class VoxCPM2(LoadedModel):
     lm_class = VoxCPM2LM
 
     @staticmethod
-    def make_vae(config: VoxCPM2Config) -> AudioVAE:
+    def make_vae(config: SpeechConfig) -> AudioVAE:
         return AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config))
 
     @classmethod

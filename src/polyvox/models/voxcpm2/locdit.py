@@ -1,12 +1,14 @@
-"""LocDiT V2: the velocity estimator of the flow-matching patch decoder.
+"""LocDiT: the velocity estimator of the flow-matching patch decoder.
 
-Its window is [conditioning (from both LMs), time, previous patch, noisy patch]; the velocity
-is read from the noisy-patch positions.
+Its window is the tokens in front (V2's, `v2_window`: [conditioning (from both LMs), time, previous
+patch]) then the noisy patch; the velocity is read from the noisy-patch positions. A family whose
+window differs (VoxCPM 1.x: `models/voxcpm1/locdit.py`) builds it with its own `window`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -16,6 +18,16 @@ from .local_transformer import LocalTransformer
 
 # (conditioning tokens [N, k, hidden], previous-patch tokens [N, P', hidden], dt embedding [N|1, hidden])
 Condition = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+# (conditioning tokens, time embedding [N|1, hidden], previous-patch tokens, rows N) -> the tokens in
+# front of the noisy patch, in order
+Window = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], list[torch.Tensor]]
+
+
+def v2_window(
+    mu_tokens: torch.Tensor, time: torch.Tensor, cond_tokens: torch.Tensor, rows: int
+) -> list[torch.Tensor]:
+    """VoxCPM2's: the conditioning tokens, the time as a token of its own, the previous patch."""
+    return [mu_tokens, time.unsqueeze(1).expand(rows, 1, -1), cond_tokens]
 
 
 def sinusoidal_embedding(t: torch.Tensor, dim: int, scale: float = 1000.0) -> torch.Tensor:
@@ -37,10 +49,11 @@ class TimestepEmbedding(nn.Module):
 
 
 class LocDiT(nn.Module):
-    def __init__(self, config: LMConfig, in_channels: int) -> None:
+    def __init__(self, config: LMConfig, in_channels: int, window: Window = v2_window) -> None:
         super().__init__()
         hidden = config.hidden_size
         self.hidden_size = hidden
+        self.window = window
         self.in_proj = nn.Linear(in_channels, hidden, bias=True)
         self.cond_proj = nn.Linear(in_channels, hidden, bias=True)
         self.out_proj = nn.Linear(hidden, in_channels, bias=True)
@@ -69,7 +82,7 @@ class LocDiT(nn.Module):
         mu_tokens, cond_tokens, dt_embed = condition
         x = self.in_proj(x.transpose(1, 2))
         time = self.time_mlp(sinusoidal_embedding(t, self.hidden_size).to(x.dtype)) + dt_embed
-        time = time.unsqueeze(1).expand(x.shape[0], 1, -1)
-        hidden = self.decoder(torch.cat([mu_tokens, time, cond_tokens, x], dim=1))
-        start = mu_tokens.shape[1] + 1 + cond_tokens.shape[1]
+        front = self.window(mu_tokens, time, cond_tokens, x.shape[0])
+        hidden = self.decoder(torch.cat([*front, x], dim=1))
+        start = sum(tokens.shape[1] for tokens in front)
         return self.out_proj(hidden[:, start:]).transpose(1, 2)

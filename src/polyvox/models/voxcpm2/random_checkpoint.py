@@ -13,6 +13,8 @@ from pathlib import Path
 
 import torch
 
+from polyvox.models.speech_config import SpeechConfig
+from polyvox.models.speech_lm import SpeechLM
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
@@ -26,7 +28,7 @@ def config_for(size: str) -> VoxCPM2Config:
     return VoxCPM2Config.tiny() if size == "tiny" else VoxCPM2Config.full()
 
 
-def lm_shapes(config: VoxCPM2Config, lm_class: type[VoxCPM2LM] = VoxCPM2LM) -> dict[str, torch.Size]:
+def lm_shapes(config: SpeechConfig, lm_class: type[SpeechLM] = VoxCPM2LM) -> dict[str, torch.Size]:
     """Names and shapes of the LM state, read from a weightless (meta-device) model."""
     with torch.device("meta"):
         lm = lm_class(config)
@@ -34,10 +36,10 @@ def lm_shapes(config: VoxCPM2Config, lm_class: type[VoxCPM2LM] = VoxCPM2LM) -> d
 
 
 def random_lm_tensors(
-    config: VoxCPM2Config,
+    config: SpeechConfig,
     seed: int = 0,
     dtype: torch.dtype | None = None,
-    lm_class: type[VoxCPM2LM] = VoxCPM2LM,
+    lm_class: type[SpeechLM] = VoxCPM2LM,
 ) -> Iterator[tuple[str, torch.Tensor]]:
     """The LM state one tensor at a time (so a full-size state never has to sit in memory at once)."""
     dtype = dtype or config.torch_dtype
@@ -53,7 +55,7 @@ def random_lm_tensors(
 
 
 def random_vae(
-    config: VoxCPM2Config, seed: int = 0, make_vae: Callable[[VoxCPM2Config], AudioVAE] | None = None
+    config: SpeechConfig, seed: int = 0, make_vae: Callable[[SpeechConfig], AudioVAE] | None = None
 ) -> AudioVAE:
     """An AudioVAE (`make_vae(config)`, VoxCPM2's by default) with its default initialisation drawn from
     `seed` (the global RNG is left as it was)."""
