@@ -82,6 +82,13 @@ def test_every_control_reaches_the_request_and_the_download_is_the_chosen_format
     page.focus("#speak-speed")
     for _ in range(10):  # 1.00 -> 1.50 in steps of 0.05, as a keyboard user does
         page.keyboard.press("ArrowRight")
+    page.focus("#speak-pitch")
+    for _ in range(3):  # 0 -> -3 semitones
+        page.keyboard.press("ArrowLeft")
+    assert page.inner_text("#speak-pitch-value") == "-3 semitones"
+    # the embedded voice has one delivery: the server offers neutral alone
+    assert page.eval_on_selector_all("#speak-emotion option", "o => o.map(e => e.value)") == ["", "neutral"]
+    page.select_option("#speak-emotion", "neutral")
     page.select_option("#speak-format", "flac")
     page.select_option("#speak-sample-rate", "16000")
     page.fill("#speak-seed", "42")
@@ -94,6 +101,8 @@ def test_every_control_reaches_the_request_and_the_download_is_the_chosen_format
         "input": "Call me at 5 pm.",
         "voice": "onyx",
         "speed": 1.5,
+        "pitch": -3,
+        "emotion": "neutral",
         "sample_rate": 16000,
         "seed": 42,
         "normalize": False,

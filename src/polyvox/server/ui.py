@@ -50,6 +50,7 @@ class PlaygroundConfig(BaseModel):
     instructions_mode: str = Field(description="What `instructions` do: design, or ignore.")
     instructions_mode_by_voice: dict[str, str] = Field(description="Per-voice exceptions to it.")
     default_sample_rate: int | str = Field(description="Rate of formats other than pcm when none is asked.")
+    emotions: list[str] = Field(description="The `emotion`s the engine speaks.")
 
 
 class PlaygroundVoices(BaseModel):
@@ -93,6 +94,7 @@ async def playground_config(service: SpeechService = Depends(get_service)) -> Pl
         instructions_mode=settings.instructions_mode,
         instructions_mode_by_voice=dict(settings.instructions_mode_by_voice),
         default_sample_rate=settings.default_sample_rate,
+        emotions=list(info.capabilities.emotions),
     )
 
 

@@ -17,6 +17,10 @@ export function generationSettings() {
   const settings = {};
   if ($("speak-model").value) settings.model = $("speak-model").value;
   settings.speed = Number($("speak-speed").value);
+  const pitch = Number($("speak-pitch").value);
+  if (pitch !== 0) settings.pitch = pitch;
+  const emotion = $("speak-emotion").value;
+  if (emotion) settings.emotion = emotion;
   const rate = $("speak-sample-rate").value;
   if (rate) settings.sample_rate = Number(rate);
   const seed = $("speak-seed").value.trim();
@@ -83,6 +87,9 @@ export class SpeakTab {
     $("speak-speed").addEventListener("input", () => {
       $("speak-speed-value").textContent = `${Number($("speak-speed").value).toFixed(2)}×`;
     });
+    $("speak-pitch").addEventListener("input", () => {
+      $("speak-pitch-value").textContent = `${$("speak-pitch").value} semitones`;
+    });
     $("speak-voice").addEventListener("change", () => this.#describeVoice());
     $("speak-format").addEventListener("change", () => {
       $("download-button").textContent = `Download ${$("speak-format").value}`;
@@ -98,6 +105,8 @@ export class SpeakTab {
     const models = $("speak-model");
     models.replaceChildren(...catalog.models.map((id) => new Option(id, id)));
     models.value = config.model;
+    const emotions = $("speak-emotion");
+    emotions.replaceChildren(new Option("the voice's", ""), ...config.emotions.map((name) => new Option(name, name)));
     for (const element of document.querySelectorAll(".voxcpm")) element.hidden = !config.can_clone;
     $("design-note").hidden = config.can_clone;
     $("speak-cfg").placeholder = `server default ${config.cfg_value}`;
