@@ -33,7 +33,8 @@ def available() -> bool:
 
 def install_provider() -> None:
     """Make this process's spans go to the exporter OpenTelemetry's variables name, unless the host
-    process installed a provider of its own already. Raises ImportError without the `otel` extra."""
+    process installed a provider of its own already. Raises ImportError without the `otel` extra, and
+    ValueError for an exporter polyvox does not know."""
     global _installed
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -42,10 +43,9 @@ def install_provider() -> None:
     if _installed or isinstance(trace.get_tracer_provider(), TracerProvider):
         _installed = True
         return
-    if "OTEL_SERVICE_NAME" not in os.environ:
-        resource = Resource.create({"service.name": "polyvox"})
-    else:
-        resource = Resource.create()
+    resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+    if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):  # neither named it
+        resource = resource.merge(Resource({"service.name": "polyvox"}))
     provider = TracerProvider(resource=resource)
     exporter = _exporter(os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower())
     if exporter is not None:

@@ -4,6 +4,9 @@ OpenTelemetry SDK's InMemorySpanExporter: one server span per request, parented 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -101,3 +104,15 @@ def test_no_span_with_otel_traces_off(serve, exporter) -> None:
     exporter.clear()
     assert httpx.post(f"{url}/v1/audio/speech", json={"input": "Not traced."}).status_code == 200
     assert exporter.get_finished_spans() == ()
+
+
+def test_an_exporter_polyvox_does_not_know_is_refused_at_start() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "polyvox.cli", "serve", "--otel-traces", "--port", "0", "--no-cache-enabled"],
+        env={**os.environ, "OTEL_TRACES_EXPORTER": "jaeger"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "OTEL_TRACES_EXPORTER='jaeger': polyvox exports to otlp, console or none" in result.stderr

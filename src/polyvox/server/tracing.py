@@ -35,7 +35,10 @@ def install(settings: Settings) -> TelemetryConfig:
         raise StartupError(
             "otel_traces needs the OpenTelemetry SDK: pip install 'polyvox[otel]' (or turn otel_traces off)"
         )
-    otel.install_provider()
+    try:
+        otel.install_provider()
+    except ValueError as exc:
+        raise StartupError(f"otel_traces: {exc}") from exc
     return {**off, "tracing": True, "auto_configure": False}
 
 
