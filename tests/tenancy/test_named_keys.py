@@ -5,6 +5,7 @@ too); the keys of the settings keep working as before."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ import httpx
 import openai
 import pytest
 
+from helpers.serve_process import polyvox_serve
 from helpers.server import running_server
 from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
@@ -157,3 +159,15 @@ def test_a_server_with_only_named_keys_is_closed(tmp_path) -> None:
         with pytest.raises(openai.AuthenticationError):
             speak(url, "anything")
         assert speak(url, made["key"])[:4] == b"RIFF"
+
+
+def test_polyvox_serve_with_only_named_keys_is_not_warned_of_as_open(tmp_path) -> None:
+    made = json.loads(polyvox_keys(tmp_path, "create", "the-only-key", "--json"))
+    flags = ("--no-cache-enabled", "--voices-dir", str(tmp_path))
+    with polyvox_serve(*flags, host="0.0.0.0") as (proc, url):
+        assert httpx.post(f"{url}/v1/audio/speech", json={"input": "hi", "voice": "alloy"}).status_code == 401
+        assert speak(url, made["key"])[:4] == b"RIFF"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        log = proc.stdout.read()
+    assert "no API key" not in log

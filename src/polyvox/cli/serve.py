@@ -26,6 +26,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from polyvox.server.app_state import app_state
     from polyvox.server.connections import uvicorn_config
     from polyvox.server.lifecycle.draining import DrainingServer
+    from polyvox.server.tenancy.key_store import named_keys_exist
     from polyvox.settings.errors import files_named_by
 
     settings = settings_from_args(args)
@@ -37,7 +38,7 @@ def run_serve(args: argparse.Namespace) -> int:
     state = app_state(app)
     info = state.backend.info
     log.info("serving %s (model %s) on http://%s:%d", info.name, info.model_id, settings.host, settings.port)
-    _warn_if_open(settings, state.keyring.open)
+    _warn_if_open(settings, state.keyring.open and not named_keys_exist(settings))
     config = uvicorn_config(app, settings, log_config, host=settings.host, port=settings.port)
     server = DrainingServer.serving(app, config)
     server.run()
@@ -71,7 +72,8 @@ def _serve_many(settings: Settings) -> int:
     """`api_server_count` > 1: the launcher, its engine ranks and its API server processes."""
     from polyvox.server.auth import KeyRing
     from polyvox.server.multi_api.launcher import serve_many
+    from polyvox.server.tenancy.key_store import named_keys_exist
 
-    _warn_if_open(settings, KeyRing.from_settings(settings).open)
+    _warn_if_open(settings, KeyRing.from_settings(settings).open and not named_keys_exist(settings))
     serve_many(settings)
     return 0

@@ -171,7 +171,7 @@ async def authorize(request: HTTPConnection) -> Caller:
     if named is None:
         if state.settings.public_model_list and is_public_list(method, path):
             return PUBLIC
-        if ring.open and table.empty:
+        if ring.open and await table.is_empty():
             return ANONYMOUS
         raise _refused()
     scope = required_scope(method, path)

@@ -105,3 +105,12 @@ def open_key_store(settings: Settings) -> KeyStore:
 
         return RedisKeyStore.from_url(settings.state_url)
     return FileKeyStore(settings.voices_dir or default_voices_dir())
+
+
+def named_keys_exist(settings: Settings) -> bool:
+    """Whether any named key is stored (False when the store cannot be read now): a server with one
+    is not open, whatever its settings' keys."""
+    try:
+        return bool(open_key_store(settings).all())
+    except Exception:  # Redis away, an unreadable file: the server says so itself when it reads them
+        return False

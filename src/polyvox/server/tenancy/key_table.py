@@ -33,8 +33,10 @@ class KeyTable:
         self._touched_at = time.monotonic()
         self.reachable = True
 
-    @property
-    def empty(self) -> bool:
+    async def is_empty(self) -> bool:
+        """Whether no named key is stored (as of FRESH_S ago): then a server without the settings'
+        keys is open."""
+        await self.refresh(FRESH_S)
         return not self._by_digest
 
     def keys(self) -> list[ApiKey]:
