@@ -13,9 +13,12 @@ import numpy as np
 from polyvox.audio.decode import decode_audio
 from polyvox.audio.encode import encode_audio
 from polyvox.backends.base import Backend, ReferenceAudio, SynthesisRequest
+from polyvox.backends.errors import AudioLost
 from polyvox.voices.clips import content_hash
 
 log = logging.getLogger(__name__)
+
+FREEZE_RUNS = 2  # a freeze whose engine process died under it after some of its audio runs once more
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ async def freeze_design(design: VoiceDesign, backend: Backend, max_patches: int)
         max_patches=max_patches,
         request_id=f"freeze-{design.name}",
     )
-    chunks = [np.asarray(chunk, dtype=np.float32).reshape(-1) async for chunk in backend.generate(request)]
+    chunks = await _clip(backend, request)
     # A capped generation may not have said the whole sentence: then the clip is cloned without
     # its transcript, so the model is never told the audio contains words it does not.
     patch_cap_hit = len(chunks) >= max_patches
@@ -59,6 +62,19 @@ async def freeze_design(design: VoiceDesign, backend: Backend, max_patches: int)
         " (length cap reached)" if patch_cap_hit else "",
     )
     return FrozenPrompt(wav, None if patch_cap_hit else design.text)
+
+
+async def _clip(backend: Backend, request: SynthesisRequest) -> list[np.ndarray]:
+    """The request's audio, whole; generated again from its start (the same seed: the same clip) if the
+    engine lost part of it (`AudioLost`), since nothing of it was used yet."""
+    for run in range(1, FREEZE_RUNS + 1):
+        try:
+            return [np.asarray(chunk, np.float32).reshape(-1) async for chunk in backend.generate(request)]
+        except AudioLost as exc:
+            if run == FREEZE_RUNS:
+                raise
+            log.warning("voice %s: its freeze runs again from its start: %s", request.voice, exc)
+    raise AssertionError("unreachable")
 
 
 def reference_of(frozen: FrozenPrompt, rate: int) -> ReferenceAudio:
