@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError
-from polyvox.server.tenancy.keys import ApiKey, InvalidKeyRequest, KeyLimits, new_key
+from polyvox.server.tenancy.keys import ApiKey, InvalidKeyRequest, KeyLimits, KeyNameTaken, new_key
 
 router = APIRouter(prefix="/admin/keys", tags=["admin"])
 
@@ -79,7 +79,7 @@ async def create_key(body: KeyCreate, request: Request) -> KeyCreated:
         secret, key = new_key(body.name, scopes, KeyLimits(**body.limits.model_dump()))
         await anyio.to_thread.run_sync(table.store.add, key)
     except InvalidKeyRequest as exc:
-        status = 409 if exc.code == "key_name_taken" else 400
+        status = 409 if isinstance(exc, KeyNameTaken) else 400
         raise APIError(status, exc.message, param=exc.param, code=exc.code) from exc
     await table.refresh()  # this process knows it before the answer leaves
     return KeyCreated(key=secret, **KeyItem.of(key).model_dump())
