@@ -26,6 +26,7 @@ from polyvox.server.build_info import BuildInfoCollector
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import fresh_reads, health, state_url
 from polyvox.server.lifecycle.draining import Lifecycle
+from polyvox.server.lifecycle.idle_unload import cold_start_for, watch_idle
 from polyvox.server.lifecycle.supervisor import BackendSupervisor
 from polyvox.server.metrics import MetricsMiddleware
 from polyvox.server.request_id import RequestIdMiddleware
@@ -33,10 +34,10 @@ from polyvox.server.speech import route as speech_route
 from polyvox.server.speech.caching import open_store
 from polyvox.server.speech.streaming import quiet_cut_streams
 from polyvox.server.speech.synthesis import SpeechService
-from polyvox.server.uttera_metrics import install_compat_metrics, metrics_for
 from polyvox.server.tenancy import usage_route
 from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.tenancy.streams import StreamLimitMiddleware
+from polyvox.server.uttera_metrics import install_compat_metrics, metrics_for
 from polyvox.server.voice_routes import consents, voices
 from polyvox.server.websocket import route as websocket_route
 from polyvox.settings import Settings
@@ -51,6 +52,9 @@ log = logging.getLogger(__name__)
 
 async def _start_backend(state: AppState) -> None:
     backend = state.backend
+    if state.cold_start is not None and state.cold_start.cold:
+        log.info("load_on_demand: engine %s loads on the first request", backend.info.name)
+        return
     started = time.perf_counter()
     try:
         with stage(f"start the {backend.info.name} engine"):
@@ -82,6 +86,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     state = app_state(app)
     starting = asyncio.create_task(_start_backend(state))
     supervising = asyncio.create_task(state.supervisor.run())
+    idling = asyncio.create_task(watch_idle(state.cold_start, state.service.busy))  # idle_unload_s
     with stage("load the registered voices"):
         await voices.load_voices(state.voices)
     await state_url.start(state)  # voices and the lexicon in step with the other replicas (Redis)
@@ -93,7 +98,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         if state.directory_watch is not None:
             await anyio.to_thread.run_sync(state.directory_watch.stop)
         await state_url.stop(state)
-        for task in (supervising, starting):
+        for task in (idling, supervising, starting):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -129,6 +134,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     else:
         copy = shared
     supervisor = BackendSupervisor(backend, lifecycle, metrics)
+    cold_start = cold_start_for(settings, backend, supervisor, metrics.registry)
     app.state.polyvox = AppState(
         settings=settings,
         backend=backend,
@@ -138,11 +144,19 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
         lifecycle=lifecycle,
         voices=registry,
         service=SpeechService(
-            backend, settings, metrics, registry, cache_store, lifecycle, lambda: supervisor.served
+            backend,
+            settings,
+            metrics,
+            registry,
+            cache_store,
+            lifecycle,
+            lambda: supervisor.served,
+            cold_start=cold_start,
         ),
         supervisor=supervisor,
         shared=shared,
         directory_watch=watch,
+        cold_start=cold_start,
     )
     metrics.registry.register(VoiceCollector(registry, backend))
     metrics.registry.register(BatchingStatsCollector(backend))

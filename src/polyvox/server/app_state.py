@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from polyvox.backends.base import Backend
     from polyvox.server.auth import KeyRing
     from polyvox.server.lifecycle.draining import Lifecycle
+    from polyvox.server.lifecycle.idle_unload import ColdStart
     from polyvox.server.lifecycle.supervisor import BackendSupervisor
     from polyvox.server.metrics import Metrics
     from polyvox.server.speech.synthesis import SpeechService
@@ -41,6 +42,7 @@ class AppState:
     created: int = field(default_factory=lambda: int(time.time()))  # /v1/models' `created`
     backend_failure: str | None = None  # why the engine failed its first start
     freezing_voices: bool = False  # `freeze_voices_at_start` running: /ready waits for it
+    cold_start: ColdStart | None = None  # idle_unload_s / load_on_demand: the engine loaded on demand
 
     @property
     def lexicon(self) -> Lexicon | None:

@@ -276,6 +276,18 @@ class Settings(BaseSettings):
         "from HTTP, text and encoding (a crashed engine is restarted; the server keeps answering); off: "
         "in a thread of the server's process.",
     )
+    idle_unload_s: float | None = Field(
+        None,
+        gt=0,
+        description="Release the engine (weights and KV cache: engine processes exit) after this many "
+        "seconds without a speech request; the next request loads it again, waiting within its deadline, "
+        "and /ready answers 200 cold meanwhile. Unset: never. Not with api_server_count > 1.",
+    )
+    load_on_demand: bool = Field(
+        False,
+        description="Start without loading the engine: the first speech request loads it (a cold start; "
+        "/ready answers 200 cold until then). Not with api_server_count > 1.",
+    )
     data_parallel_size: int = Field(
         1,
         ge=1,

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from polyvox.backends.base import Backend
-from polyvox.server.app_state import app_state
+from polyvox.server.app_state import AppState, app_state
 from polyvox.server.deps import get_backend, get_metrics
 from polyvox.server.errors import APIError, error_response
 from polyvox.server.metrics import Metrics
@@ -40,6 +40,8 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
         return error_response(refusal)
     state = app_state(request.app)
     answer: dict[str, Any] = {"status": "ready", "engine": backend.info.name, "model": backend.info.model_id}
+    if _cold(state):  # idle_unload_s / load_on_demand: takes requests, the next one loads the engine
+        return {**answer, "status": "cold"}
     down = [number for number, rank in enumerate(backend.engine_ranks()) if not rank.up]
     if down:  # some data-parallel ranks are restarting; the others serve
         answer.update(status="degraded", ranks_down=down)
@@ -53,7 +55,7 @@ def _not_ready(request: Request, backend: Backend) -> APIError | None:
     state = app_state(request.app)
     if state.lifecycle.draining:
         return APIError(503, "the server is shutting down", code="shutting_down")
-    if not backend.ready:
+    if not backend.ready and not _cold(state):
         if failure := state.backend_failure:
             return APIError(503, f"the engine failed to start: {failure}", code="engine_failed")
         if state.supervisor.restarting:
@@ -75,6 +77,11 @@ def _not_ready(request: Request, backend: Backend) -> APIError | None:
             headers={"Retry-After": "5"},
         )
     return None
+
+
+def _cold(state: AppState) -> bool:
+    """Whether the engine is unloaded on purpose (idle_unload_s, load_on_demand), not failing."""
+    return state.cold_start is not None and state.cold_start.cold
 
 
 @router.get("/metrics")

@@ -39,6 +39,7 @@ from polyvox.logs import request_id_var
 from polyvox.server import access_log, tracing
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.lifecycle.draining import Lifecycle
+from polyvox.server.lifecycle.idle_unload import ColdStart
 from polyvox.server.metrics import Metrics
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.admission import Admission, Overloaded
@@ -80,12 +81,14 @@ class SpeechService:
         cache_store: AudioStore | None,
         lifecycle: Lifecycle | None = None,
         engine_served: Callable[[], bool] = lambda: False,
+        cold_start: ColdStart | None = None,
     ):
         """`cache_store`: where the audio cache lives (`open_cache` on disk, or Redis' with `state_url`);
         None when caching is off. `engine_served`: whether the engine has started and served (then one
         not ready is restarting, and a request waits for it)."""
         self.backend = backend
         self.engine_served = engine_served
+        self.cold_start = cold_start  # idle_unload_s / load_on_demand: a cold engine loads for a request
         self.settings = settings
         self.metrics = metrics
         self.lifecycle = lifecycle or Lifecycle()
@@ -123,7 +126,9 @@ class SpeechService:
         """Return once the engine can take the request. One that served and is restarting (its only
         engine process died, or a supervisor rebuilds it) is waited for until the request's deadline, as
         the requests it held are; 503 `engine_not_ready` past that, or at once while the engine is still
-        starting for the first time, or failed to."""
+        starting for the first time, or failed to. A cold engine (unloaded on purpose) is loaded."""
+        if self.cold_start is not None:
+            await self._before_deadline(self.cold_start.loaded(), accepted_at)
         if self.backend.ready:
             return
         if self.engine_served():

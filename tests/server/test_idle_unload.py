@@ -1,0 +1,120 @@
+"""Cold starts: `idle_unload_s` releases the engine after that many idle seconds (its engine process
+exits) and the next request loads it again and is served; `load_on_demand` starts without loading it.
+Meanwhile `/ready` answers 200 "cold", and /metrics counts loads and unloads and times the last cold
+start. A request that comes while an unload is under way waits for it and is served: none is lost.
+The tiny random VoxCPM2 on the CPU in a real `polyvox serve`; the race on a fake engine whose stop is
+held, so the request surely arrives in the middle of it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import openai
+
+from engine_core.processes import engine_pids
+from helpers.audio import decode
+from helpers.metrics import scrape, value
+from helpers.serve_process import polyvox_serve
+from helpers.server import running_server
+from polyvox.backends.fake import FakeBackend
+from polyvox.server.app import create_app
+from polyvox.server.app_state import app_state
+from polyvox.settings import Settings
+
+TINY = ("--random-weights", "tiny", "--device", "cpu", "--no-cache-enabled", "--num-kv-blocks", "256")
+
+
+def wait_for(condition: Callable[[], bool], within_s: float = 120.0) -> bool:
+    """Whether `condition` came true within `within_s` (a wait, not a measure of speed)."""
+    deadline = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def speak(url: str, text: str) -> None:
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=300)
+    audio, _ = decode(
+        client.audio.speech.create(model="tts-1", voice="alloy", input=text, response_format="wav").content
+    )
+    assert audio.size > 0
+
+
+def status(url: str) -> str:
+    response = httpx.get(f"{url}/ready")
+    assert response.status_code == 200, response.text
+    return response.json()["status"]
+
+
+def test_an_idle_engine_is_unloaded_and_the_next_request_loads_it_again() -> None:
+    with polyvox_serve(*TINY, "--idle-unload-s", "1", "--log-level", "warning") as (proc, url):
+        assert engine_pids(proc.pid) and status(url) == "ready"
+        speak(url, "Before the engine goes cold.")
+
+        assert wait_for(lambda: value(scrape(url), "polyvox_engine_unloads_total") == 1)
+        assert status(url) == "cold"
+        assert wait_for(lambda: engine_pids(proc.pid) == [])  # its process exited: weights and KV cache gone
+        assert value(scrape(url), "polyvox_engine_cold") == 1
+
+        speak(url, "The engine was loaded again for this.")
+        samples = scrape(url)
+        assert value(samples, "polyvox_engine_loads_total") == 1
+        assert value(samples, "polyvox_engine_cold_start_seconds") > 0
+        assert value(samples, "polyvox_engine_cold") == 0
+        assert engine_pids(proc.pid) and status(url) in ("ready", "cold")  # cold again after 1 s idle
+
+
+def test_load_on_demand_starts_without_the_engine_and_loads_it_for_the_first_request() -> None:
+    with polyvox_serve(*TINY, "--load-on-demand", "--log-level", "warning") as (proc, url):
+        assert status(url) == "cold" and engine_pids(proc.pid) == []
+        assert value(scrape(url), "polyvox_engine_loads_total") == 0
+
+        speak(url, "The first request pays for the load.")
+        assert value(scrape(url), "polyvox_engine_loads_total") == 1
+        assert status(url) == "ready" and engine_pids(proc.pid)
+
+
+class HeldStop(FakeBackend):
+    """A fake engine whose stop waits for `release` once `stopping` is set: an unload held midway."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stopping = threading.Event()
+        self.release = threading.Event()
+        self.starts = 0
+
+    async def start(self) -> None:
+        self.starts += 1
+        await super().start()
+
+    async def stop(self) -> None:
+        self.stopping.set()
+        while not self.release.is_set():
+            await asyncio.sleep(0.01)
+        await super().stop()
+
+
+def test_requests_that_come_during_an_unload_wait_for_it_and_are_served() -> None:
+    backend = HeldStop()
+    app = create_app(Settings(idle_unload_s=0.2), backend)
+    state = app_state(app)
+    with running_server(app) as url, ThreadPoolExecutor(4) as pool:
+        assert backend.stopping.wait(30)  # idle since start: the unload has begun, held in the engine's stop
+        racing = [
+            pool.submit(httpx.post, f"{url}/v1/audio/speech", json={"input": f"during {n}"}, timeout=60)
+            for n in range(4)
+        ]
+        assert wait_for(lambda: state.service.lifecycle.accepted == 4, 30)  # all four are in
+        backend.release.set()
+        assert [r.result().status_code for r in racing] == [200] * 4
+        assert backend.starts == 2  # started, stopped, and started once again for all four
+        samples = scrape(url)
+        assert value(samples, "polyvox_engine_unloads_total") == 1
+        assert value(samples, "polyvox_engine_loads_total") == 1
