@@ -1,9 +1,9 @@
 """Every series the shipped Grafana dashboard queries has samples in `/metrics` of a running server:
-the tiny random VoxCPM2 checkpoint in its engine process, its state in a private Redis, after the
-traffic that makes each series appear (speech, an unknown voice, a Redis outage). A panel naming a
-series no server exports graphs nothing, and one naming the wrong series graphs a flat line (as
-`polyvox_engine_restarts_total` did for crashes of engine processes). The same server's engine step
-time and batch size, as histograms."""
+the tiny random VoxCPM2 checkpoint in its engine process, loaded on demand, its state in a private
+Redis, after the traffic that makes each series appear (speech, an unknown voice, a Redis outage). A
+panel naming a series no server exports graphs nothing, and one naming the wrong series graphs a flat
+line (as `polyvox_engine_restarts_total` did for crashes of engine processes). The same server's
+engine step time and batch size, as histograms."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from helpers.serve_process import polyvox_serve
 
 pytestmark = pytest.mark.timeout(300)
 
-TINY = ("--random-weights", "tiny", "--device", "cpu", "--num-kv-blocks", "256")
+# load_on_demand: the first speech request loads the engine, so the cold-start series have samples
+TINY = ("--random-weights", "tiny", "--device", "cpu", "--num-kv-blocks", "256", "--load-on-demand")
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "polyvox.json"
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _SELECTED = re.compile(r"([A-Za-z_:][A-Za-z0-9_:]*)\s*\{")
@@ -88,7 +89,7 @@ def test_the_dashboard_queries_series_a_running_server_exports(exported: set[str
     assert queried <= exported, sorted(queried - exported)
 
 
-def test_the_dashboard_graphs_the_restarts_of_engine_processes_and_whether_ranks_are_up() -> None:
+def test_the_dashboard_graphs_engine_ranks_routing_step_histograms_and_cold_starts() -> None:
     queried = queried_series(json.loads(DASHBOARD.read_text()))
     expected = {
         "polyvox_engine_rank_restarts_total",
@@ -97,6 +98,8 @@ def test_the_dashboard_graphs_the_restarts_of_engine_processes_and_whether_ranks
         "polyvox_engine_rerouted_requests_total",
         "polyvox_engine_step_duration_seconds_bucket",
         "polyvox_engine_step_batch_size_bucket",
+        "polyvox_engine_loads_total",
+        "polyvox_engine_cold_start_seconds",
     }
     assert expected <= queried, sorted(expected - queried)
 
