@@ -59,6 +59,8 @@ def test_two_api_processes_throttle_one_key_serve_another_and_count_both(tmp_pat
         assert made.status_code == 201, made.text
         slow = made.json()
         fast = json.loads(polyvox_keys("create", "fast", "--voices-dir", str(voices), "--json"))["key"]
+        if time.time() % 60 > 30:  # the twelve requests must fall in one minute: limits count per minute
+            time.sleep(60 - time.time() % 60)
         statuses = Counter()
         served_chars = 0
         for n in range(6):
