@@ -43,7 +43,8 @@ ENV PATH=/opt/polyvox/bin:$PATH \
     POLYVOX_VOICES_DIR=/data/voices \
     POLYVOX_CACHE_DIR=/data/cache \
     POLYVOX_LEXICON_PATH=/data/voices/lexicon.json \
-    POLYVOX_FREEZE_VOICES_AT_START=true
+    POLYVOX_FREEZE_VOICES_AT_START=true \
+    POLYVOX_WARMUP=true
 VOLUME ["/data/models", "/data/voices", "/data/cache"]
 USER 10001:10001
 WORKDIR /data

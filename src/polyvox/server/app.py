@@ -28,6 +28,7 @@ from polyvox.server.lifecycle import fresh_reads, health, state_url
 from polyvox.server.lifecycle.draining import Lifecycle
 from polyvox.server.lifecycle.idle_unload import cold_start_for, watch_idle
 from polyvox.server.lifecycle.supervisor import BackendSupervisor
+from polyvox.server.lifecycle.warmup import warm_up
 from polyvox.server.metrics import MetricsMiddleware
 from polyvox.server.request_id import RequestIdMiddleware
 from polyvox.server.speech import route as speech_route
@@ -55,11 +56,17 @@ async def _start_backend(state: AppState) -> None:
     if state.cold_start is not None and state.cold_start.cold:
         log.info("load_on_demand: engine %s loads on the first request", backend.info.name)
         return
+    settings = state.settings
+    freeze = wants_freeze_at_start(settings.freeze_voices_at_start or settings.warmup, backend)
+    # Set before the engine starts: with several ranks the engine is ready (and /ready would be 200) as
+    # soon as one is up, long before the freeze and the warm-up, which wait for every rank, are done.
+    state.freezing_voices = freeze or settings.warmup
     started = time.perf_counter()
     try:
         with stage(f"start the {backend.info.name} engine"):
             await backend.start()
     except Exception as exc:
+        state.freezing_voices = False
         state.backend_failure = f"{type(exc).__name__}: {exc}"
         # An expected failure (memory, a missing kernel...): one line; the traceback at debug level.
         log.error(
@@ -71,12 +78,13 @@ async def _start_backend(state: AppState) -> None:
         return
     state.supervisor.served = True
     log.info("engine %s ready in %.1f s", backend.info.name, time.perf_counter() - started)
-    if wants_freeze_at_start(state.settings.freeze_voices_at_start, backend):
-        state.freezing_voices = True  # set before any await: /ready never sees 200 in between
-        try:
+    try:
+        if freeze:
             await freeze_builtin_voices(state.voices, backend)
-        finally:
-            state.freezing_voices = False
+        if settings.warmup:  # what the first requests would pay for, paid before /ready (lifecycle/warmup.py)
+            await warm_up(backend, state.voices, settings)
+    finally:
+        state.freezing_voices = False
 
 
 @contextlib.asynccontextmanager

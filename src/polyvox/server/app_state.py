@@ -41,7 +41,7 @@ class AppState:
     directory_watch: DirectoryWatch | None  # without it: the voices directory and lexicon file watched
     created: int = field(default_factory=lambda: int(time.time()))  # /v1/models' `created`
     backend_failure: str | None = None  # why the engine failed its first start
-    freezing_voices: bool = False  # `freeze_voices_at_start` running: /ready waits for it
+    freezing_voices: bool = False  # `freeze_voices_at_start` or `warmup` running: /ready waits for it
     cold_start: ColdStart | None = None  # idle_unload_s / load_on_demand: the engine loaded on demand
 
     @property

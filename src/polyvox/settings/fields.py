@@ -178,6 +178,13 @@ class Settings(BaseSettings):
         "its freeze; the deployment files turn it on. Off by default: each freeze costs seconds on a "
         "CPU. A voice that fails to freeze at start is frozen on first use.",
     )
+    warmup: bool = Field(
+        False,
+        description="Before `/ready` turns 200, do what the first requests would otherwise pay for: freeze "
+        "the builtin voices (as freeze_voices_at_start), send one short request through every engine rank, "
+        "and on CUDA capture the decode step's graphs for batches of 1 to 64 per rank; each part is a "
+        "start-up stage in the log. The deployment files turn it on.",
+    )
     voice_prompt_cache_size: int = Field(
         64, ge=1, description="Encoded voice prompts (VAE latents) kept in memory, by audio content hash."
     )
