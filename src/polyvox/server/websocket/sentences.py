@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from polyvox.text.frontend import has_words
 from polyvox.text.split import CLAUSE_MARKS, sentence_ends
 
 _SOFT_BREAK = re.compile(rf"[{re.escape(CLAUSE_MARKS)}]\s*|\s+")
@@ -31,12 +32,14 @@ class SentenceBuffer:
             cut = _soft_cut(self.text, self.max_chars)
             out.append(self.text[:cut])
             self.text = self.text[cut:]
-        return [sentence.strip() for sentence in out if _speakable(sentence)]
+        # A sentence with nothing to say (the text front end's rule) is skipped, not refused: text still
+        # arriving may carry stray punctuation between sentences.
+        return [sentence.strip() for sentence in out if has_words(sentence)]
 
     def flush(self) -> str | None:
         """Everything buffered, as one sentence (None when there is nothing to say)."""
         text, self.text = self.text.strip(), ""
-        return text if _speakable(text) else None
+        return text if has_words(text) else None
 
     def clear(self) -> None:
         self.text = ""
@@ -46,7 +49,3 @@ def _soft_cut(text: str, limit: int) -> int:
     """Where to cut a run-on: after the last clause mark or space before `limit`, else at it."""
     cuts = [m.end() for m in _SOFT_BREAK.finditer(text, 0, limit) if m.end() <= limit]
     return cuts[-1] if cuts and cuts[-1] > limit // 2 else limit
-
-
-def _speakable(text: str) -> bool:
-    return any(char.isalnum() for char in text)
