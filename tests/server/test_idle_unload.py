@@ -81,6 +81,16 @@ def test_load_on_demand_starts_without_the_engine_and_loads_it_for_the_first_req
         assert status(url) == "ready" and engine_pids(proc.pid)
 
 
+def test_a_voice_designed_from_a_prompt_loads_a_cold_engine(tmp_path) -> None:
+    flags = (*TINY, "--load-on-demand", "--voices-dir", str(tmp_path / "voices"), "--log-level", "warning")
+    with polyvox_serve(*flags) as (_, url):
+        assert status(url) == "cold"
+        body = {"type": "prompt", "name": "narrator", "prompt": "A deep, slow, gravelly old voice"}
+        designed = httpx.post(f"{url}/v1/audio/voices", json=body, timeout=300)
+        assert designed.status_code == 201, designed.text
+        assert value(scrape(url), "polyvox_engine_loads_total") == 1
+
+
 class HeldStop(FakeBackend):
     """A fake engine whose stop waits for `release` once `stopping` is set: an unload held midway."""
 

@@ -119,6 +119,8 @@ async def _from_prompt(
     if not stores_designed_voices(backend.info):
         return await registry.design(name, prompt, script, backend, owner)  # a 422 before any work
     with service.accept():  # 503 while draining; in flight (a drain waits for it) from here
+        if service.cold_start is not None:  # idle_unload_s / load_on_demand: a cold engine loads now
+            await service.cold_start.loaded()
         if not backend.ready:
             raise APIError(
                 503,
