@@ -17,6 +17,7 @@ from polyvox.settings import Settings
 # the text front end and logging; the server's network, keys, limits, cache, voices and sharing are not.
 SAY_SETTINGS = (
     "model",
+    "model_hub",
     "random_weights",
     "arch",
     "device",
