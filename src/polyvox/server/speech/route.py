@@ -31,12 +31,6 @@ _SPEECH_BODY = {
 }
 
 
-async def _first_piece(pieces) -> bytes:
-    async for piece in pieces:
-        return piece
-    return b""
-
-
 def _no_cache(request: Request) -> bool:
     """`Cache-Control: no-cache` or `no-store` from the client bypasses the audio cache."""
     directives = {
@@ -82,13 +76,9 @@ async def _speak(
             data = await until_disconnect(request, service.whole(job))
             headers |= job.cache_headers()  # X-Cache now says whether the audio could be stored
             return Response(data, media_type=job.content_type, headers=headers)
-        pieces = service.audio(job)
-        try:
-            # Wait for the first audio before sending headers, so early failures still get a status.
-            first = await until_disconnect(request, _first_piece(pieces))
-        except BaseException:
-            await pieces.aclose()
-            raise
+        # The first audio before the headers: an early failure still gets a status, and an answer the
+        # engine lost before any of it went out is run again (`opening`).
+        first, pieces = await until_disconnect(request, service.opening(job))
         if body.stream_format == "sse":
             content = sse_stream(first, pieces, job, service.metrics)
             headers |= {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

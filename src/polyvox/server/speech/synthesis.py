@@ -62,10 +62,10 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 T = TypeVar("T")
 
-# A whole-file answer's runs at most: its first, and one more after an engine process died under it
-# holding some of its audio (two deaths in one answer are rare; an input that kills every engine
-# process it reaches stops there).
-WHOLE_ANSWER_RUNS = 2
+# An answer's runs at most, while none of it has reached its client: its first, and one more after an
+# engine process died under it holding some of its audio (two deaths in one answer are rare; an input
+# that kills every engine process it reaches stops there).
+ANSWER_RUNS = 2
 ENGINE_READY_POLL_S = 0.05  # how often a request waiting for a restarting engine looks whether it is back
 
 
@@ -367,26 +367,39 @@ class SpeechService:
         self.metrics.ttfa.labels(stream=str(job.stream).lower()).observe(seconds)
         access_log.note_first_audio(seconds)
 
-    async def whole(self, job: SpeechJob) -> bytes:
-        """The complete file of a job not streamed: its header made exact by the muxer once the audio
-        is all there (FLAC STREAMINFO, MP3 Xing, WAV sizes), as a file reader expects.
+    async def opening(self, job: SpeechJob) -> tuple[bytes, AsyncGenerator[bytes, None]]:
+        """The job's first encoded bytes (a job not streamed: its whole file) and `audio` for the rest;
+        b"" and a spent generator when it made none.
 
-        Nothing of it reaches the client before the end, so an answer whose audio the engine lost part
-        of (`AudioLost`: the engine process serving a piece died after some of that piece's audio had
-        come back) is run again from its start, within its deadline and with its seed (fixed here for
-        a request without one), so it is the same answer; up to `WHOLE_ANSWER_RUNS` runs."""
+        Until its first bytes nothing of the answer has reached its client, so one whose audio the
+        engine lost part of before then (`AudioLost`: the engine process serving a piece died after
+        some of that piece's audio had come back) is run again from its start, within its deadline and
+        with its seed (fixed here for a request without one), so it is the same answer; up to
+        `ANSWER_RUNS` runs. After its first bytes a loss fails the stream, as any engine error."""
         if job.cached is None and job.request.seed is None:
             job.request = replace(job.request, seed=random.getrandbits(31))
-        for run in range(1, WHOLE_ANSWER_RUNS + 1):
+        for run in range(1, ANSWER_RUNS + 1):
+            pieces = self.audio(job)
             try:
-                async with contextlib.aclosing(self.audio(job)) as pieces:
-                    return b"".join([piece async for piece in pieces])
+                return await anext(pieces, b""), pieces
             except AudioLost as exc:
-                if run == WHOLE_ANSWER_RUNS:
+                await pieces.aclose()
+                if run == ANSWER_RUNS:
                     raise
                 log.warning("speech %s run again from its start: %s", job.request.request_id, exc)
                 job.audio_seconds = 0.0
+            except BaseException:
+                await pieces.aclose()
+                raise
         raise AssertionError("unreachable")
+
+    async def whole(self, job: SpeechJob) -> bytes:
+        """The complete file of a job not streamed: its header made exact by the muxer once the audio
+        is all there (FLAC STREAMINFO, MP3 Xing, WAV sizes), as a file reader expects. None of it
+        reaches the client before the end, so `opening` runs it again whenever the engine lost it."""
+        first, pieces = await self.opening(job)
+        async with contextlib.aclosing(pieces):
+            return first + b"".join([piece async for piece in pieces])
 
 
 def _check_lengths(limit: int, **fields: str | None) -> None:

@@ -229,7 +229,10 @@ class SpeechSession:
                 )
                 await service.lookup(job)
                 await service.admit(job)
-            async with contextlib.aclosing(service.audio(job)) as pieces:
+            first, pieces = await service.opening(job)  # run again if lost before any of it went out
+            async with contextlib.aclosing(pieces):
+                if first:
+                    segment.queue.put_nowait(first)
                 async for piece in pieces:
                     segment.queue.put_nowait(piece)
         except Exception as exc:
