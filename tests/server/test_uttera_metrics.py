@@ -6,6 +6,8 @@ under `--api-server-count 2`, where any API process's scrape answers the sums of
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -16,9 +18,12 @@ import numpy as np
 import openai
 import pytest
 
+from engine_core.processes import engine_pids
 from helpers.audio import decode
 from helpers.clips import wav_bytes
-from helpers.metrics import scrape, value
+from helpers.connection_owners import owner_of
+from helpers.metrics import parse, scrape, value
+from helpers.raw_http import address, read_until_closed
 from helpers.serve_process import polyvox_serve
 from polyvox.backends.fake import FakeBackend
 
@@ -101,6 +106,26 @@ def test_without_the_setting_no_uttera_series_is_exported(serve):
     assert not [name for name, _ in samples if name.startswith("uttera_")]
 
 
+def through(url: str, pid: int, pids: list[int], request: bytes) -> bytes:
+    """`request` sent on a connection API process `pid` accepted (others are closed and tried again):
+    the whole answer."""
+    while True:
+        with socket.create_connection(address(url)) as connection:
+            if owner_of(connection, pids) != pid:
+                continue
+            connection.sendall(request)
+            return read_until_closed(connection, 60)
+
+
+def speech_request(text: str) -> bytes:
+    body = json.dumps({"input": text, "voice": "alloy"}).encode()
+    head = f"POST {SPEECH} HTTP/1.1\r\nHost: polyvox\r\nContent-Type: application/json\r\n"
+    return f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+
+
+SCRAPE = b"GET /metrics HTTP/1.1\r\nHost: polyvox\r\nConnection: close\r\n\r\n"
+
+
 @pytest.mark.timeout(300)
 def test_two_api_processes_answer_the_sums_of_both(tmp_path):
     flags = (
@@ -111,21 +136,27 @@ def test_two_api_processes_answer_the_sums_of_both(tmp_path):
         "--voices-dir",
         str(tmp_path / "voices"),
     )
-    with polyvox_serve(*flags, "--log-level", "warning") as (_, url):
-        for n in range(6):  # a new connection each: the kernel deals them over both processes' sockets
+    with polyvox_serve(*flags, "--log-level", "warning") as (launcher, url):
+        pids = engine_pids(launcher.pid)  # the embedded voice: the spawned children are the API processes
+        assert len(pids) == 2
+        for n in range(4):  # through the official client, wherever the kernel deals the connections
             client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=60)
             speech = client.audio.speech.create(model="tts-1", voice="alloy", input=f"Request number {n}.")
             assert decode(speech.content)[0].size > 0
             client.close()
+        for pid in pids:  # and one through each API process for sure
+            assert through(url, pid, pids, speech_request(f"Through {pid}.")).startswith(b"HTTP/1.1 200")
 
-        for _ in range(4):  # whichever process answers the scrape
-            samples = scrape(url)
+        for pid in pids:  # each process's scrape answers the sums of both
+            answer = through(url, pid, pids, SCRAPE)
+            assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+            samples = parse(answer.split(b"\r\n\r\n", 1)[1].decode())
             ok = {"endpoint": SPEECH, "method": "POST", "status": "200"}
             assert value(samples, "uttera_tts_requests_total", **ok) == 6
-            assert (
-                value(samples, "uttera_tts_request_duration_seconds_count", endpoint=SPEECH, method="POST")
-                == 6
+            duration = value(
+                samples, "uttera_tts_request_duration_seconds_count", endpoint=SPEECH, method="POST"
             )
+            assert duration == 6
             # the tests' cache is off (conftest): each answer the engine's, X-Cache DISABLED
             assert synthesised(samples, "mp3", "HOT", "DISABLED") == 6
             assert value(samples, "uttera_tts_inference_duration_seconds_count", op="synthesis") == 6
