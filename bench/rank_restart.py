@@ -5,10 +5,13 @@ the most of them. Per round: seconds from the kill until `/ready` says the rank 
 or 503 with one rank) and until it says ready again (the restarted process serves); how the C requests
 ended (whole; cut or failed), how many had no audio at the kill and how many of those ended whole;
 the requests sent again (`polyvox_engine_rerouted_requests_total`); and the seconds until the last of
-the C ended, against a round with no kill before it. Prints (and writes) JSON.
+the C ended, against a round with no kill before it. With `--hang` the rank is not killed but frozen
+(SIGSTOP: alive, making no step), so the server's `engine_hang_timeout_s` (give it in `--serve-args`)
+must find it hung and kill it: "kill to down" then includes that timeout. Prints (and writes) JSON.
 
     python bench/rank_restart.py --data-parallel-size 2 --streams 24 --rounds 3
     python bench/rank_restart.py --data-parallel-size 1 --streams 8 --rounds 3 --json restart_dp1.json
+    python bench/rank_restart.py --hang --serve-args "--engine-hang-timeout-s 5" --rounds 2
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 from served_bench import die_with_parent, free_port, stop_server, wait_ready  # noqa: E402
 
-from engine_core.processes import engine_pid_of_rank, kill9  # noqa: E402
+from engine_core.processes import engine_pid_of_rank, freeze, kill9  # noqa: E402
 from engine_core.serving import Stream, rerouted, routed_per_rank  # noqa: E402
 from helpers.metrics import scrape  # noqa: E402
 
@@ -50,8 +53,10 @@ def ready_status(url: str) -> str:
     return answer.json().get("status", "ready") if answer.status_code == 200 else str(answer.status_code)
 
 
-def one_round(url: str, server: int, ranks: int, count: int, seed: int, kill: bool) -> dict:
-    """C streams at once; with `kill`, kill -9 of the busier rank once all are routed."""
+def one_round(
+    url: str, server: int, ranks: int, count: int, seed: int, kill: bool, hang: bool = False
+) -> dict:
+    """C streams at once; with `kill`, kill -9 (`hang`: SIGSTOP) of the busier rank once all are routed."""
     before = scrape(url)
     streams = [Stream(f"Request {n} is long enough for two pieces.", seed + n) for n in range(count)]
     threads = [threading.Thread(target=s.run, args=(url,)) for s in streams]
@@ -60,14 +65,14 @@ def one_round(url: str, server: int, ranks: int, count: int, seed: int, kill: bo
         thread.start()
     while sum(routed_per_rank(scrape(url), ranks)) < sum(routed_per_rank(before, ranks)) + count:
         time.sleep(0.02)
-    result: dict = {"kill": kill}
+    result: dict = {"kill": kill, "hang": hang}
     if kill:
         now, then = routed_per_rank(scrape(url), ranks), routed_per_rank(before, ranks)
         routed = [now[r] - then[r] for r in range(ranks)]
         rank = routed.index(max(routed))
         victim = engine_pid_of_rank(server, rank)
         silent = {id(s) for s in streams if not s.audio}
-        kill9(victim)
+        (freeze if hang else kill9)(victim)
         killed = time.monotonic()
         down = up = None
         while up is None:
@@ -124,7 +129,9 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict:
             for n in range(args.rounds):
                 seed = 1000 * (n + 1)
                 rounds.append(one_round(url, proc.pid, args.data_parallel_size, args.streams, seed, False))
-                rounds.append(one_round(url, proc.pid, args.data_parallel_size, args.streams, seed, True))
+                rounds.append(
+                    one_round(url, proc.pid, args.data_parallel_size, args.streams, seed, True, args.hang)
+                )
                 while ready_status(url) != "ready":
                     time.sleep(0.1)
         finally:
@@ -148,6 +155,7 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=24, help="requests sent at once in each round")
     parser.add_argument("--rounds", type=int, default=3, help="each a round without a kill, then one with")
     parser.add_argument("--serve-args", default="", help="more polyvox serve flags")
+    parser.add_argument("--hang", action="store_true", help="freeze the rank (SIGSTOP) instead of killing it")
     parser.add_argument("--json", type=Path, help="write the result here too")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="polyvox-restart-") as workdir:
