@@ -41,23 +41,20 @@ class UsageStore(Protocol):
 class SqliteUsage:
     def __init__(self, path: Path):
         self.path = path
-        self._local = threading.local()  # one connection per thread (sqlite3's rule)
-        with self._connect() as db:
+        # One connection for the process, used under a lock: a connection per thread (sqlite3's default
+        # rule) kept the file open once per worker thread that ever recorded usage, a leak of two fds each.
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=10.0, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        with self._lock, self._db as db:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS usage (key_name TEXT, model TEXT, date TEXT, requests INTEGER,"
                 " input_characters INTEGER, audio_seconds REAL, cache_hits INTEGER,"
                 " PRIMARY KEY (key_name, model, date))"
             )
 
-    def _connect(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = self._local.db = sqlite3.connect(self.path, timeout=10.0)
-            db.execute("PRAGMA journal_mode=WAL")
-        return db
-
     def add(self, row: UsageRow) -> None:
-        with self._connect() as db:
+        with self._lock, self._db as db:
             db.execute(
                 "INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key_name, model, date) DO UPDATE"
                 " SET requests = requests + excluded.requests,"
@@ -74,7 +71,8 @@ class SqliteUsage:
         if key_name is not None:
             query += " AND key_name = ?"
             args.append(key_name)
-        found = self._connect().execute(query + " ORDER BY date, key_name, model", args).fetchall()
+        with self._lock:
+            found = self._db.execute(query + " ORDER BY date, key_name, model", args).fetchall()
         return [UsageRow(*row) for row in found]
 
 
