@@ -122,6 +122,39 @@ def engine_counters(url: str) -> dict[str, float]:
     }
 
 
+def minor_faults(root: int) -> dict[int, int]:
+    """Minor page faults so far of `root` and every process under it (the engine processes), by pid,
+    from /proc (empty where there is no /proc)."""
+    children: dict[int, list[int]] = {}
+    faults: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        pid = int(stat.parent.name)
+        children.setdefault(int(fields[1]), []).append(pid)  # fields[1]: ppid
+        faults[pid] = int(fields[7])  # minflt
+    found, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in faults:
+            found[pid] = faults[pid]
+        todo += children.get(pid, [])
+    return found
+
+
+def faults_per_step(root: int, before: dict[int, int], after: dict[int, int], steps: float) -> dict:
+    """Minor page faults per engine step in the server's own process and in the processes under it
+    (the engine processes: the step loop's buffers faulted in again from the kernel)."""
+
+    def per_step(pids: set[int]) -> float:
+        total = sum(after[pid] - before.get(pid, 0) for pid in pids)
+        return round(total / steps, 1) if steps else 0.0
+
+    return {"server": per_step({root} & after.keys()), "under_server": per_step(after.keys() - {root})}
+
+
 def engine_use(before: dict[str, float], after: dict[str, float], wall_s: float) -> dict[str, float]:
     """How the engine spent a row: its steps, patches per step, mean step, the share of the row's wall
     time spent stepping (summed over ranks: up to the number of ranks), and the prompt blocks its
@@ -177,9 +210,14 @@ def measure_way(name: str, flags: list[str], args: argparse.Namespace, workdir: 
                     "--seed", str(args.seed), *(["--input", args.input] if args.input else []),
                 ]  # fmt: skip
                 load_before, engine_before = load_average(), engine_counters(url)
+                faults_before = minor_faults(proc.pid)
                 done = subprocess.run(bench, check=True, capture_output=True, text=True)
+                faults_after = minor_faults(proc.pid)
                 report = json.loads(done.stdout)
                 use = engine_use(engine_before, engine_counters(url), report["wall_s"])
+                use["minor_faults_per_step"] = faults_per_step(
+                    proc.pid, faults_before, faults_after, use["steps"]
+                )
                 row = {
                     "way": name,
                     "seed": args.seed,
