@@ -4,7 +4,8 @@ tells connected clients its start-up stage, answers `Ready`, then runs the engin
 (`batching/step_loop.py` `run_steps`, the one the in-thread engine runs) with its socket as the
 transport (`EngineLoop`): take the messages waiting (blocking only when idle), apply them (an abort
 frees its KV blocks before the next step), step, and send each client its step's patches in one
-message. Prompts are prepared alongside and admitted as they are ready, but the pieces of one long input
+message. Prompts are prepared alongside and admitted as they are ready (those read at this boundary
+waited for a moment, so that they join this step rather than the next), but the pieces of one long input
 in the order they came: a later piece never has audio while an earlier one has none, so a piece that
 had none when its rank died (and is sent again elsewhere) was never overtaken by one that had.
 
@@ -29,6 +30,7 @@ import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for
 
 import msgspec
 import numpy as np
@@ -50,6 +52,12 @@ log = logging.getLogger(__name__)
 
 IDLE_POLL_MS = 100  # how often an idle engine checks that the API server is still there
 PREPARE_THREADS = 2  # prompts built (tokenised, references encoded) alongside the step loop
+# Requests read at a step boundary are read only there (the socket is not read during a step), so their
+# prompts start then; waiting a little for them lets them join this step instead of the next. The wait
+# ends as soon as they are ready and is bounded by a share of the step (what it costs every running
+# request) and a cap (a reference clip being encoded takes longer; it joins later).
+ADMIT_WAIT_SHARE = 0.1
+ADMIT_WAIT_CAP_S = 0.025
 
 _NO_AUDIO = np.zeros((0, 0), dtype=np.float32)
 
@@ -212,6 +220,9 @@ class EngineLoop:
         self.key_of: dict[int, RequestKey] = {}
         self.stats_sent = False  # whether clients have the counters as they are now
         self.spans = RequestSpans()  # the traced requests' (otel_traces on the API side)
+        self.fresh: list[Future] = []  # prompts submitted at this step boundary
+        self.step_s = 0.0  # a running mean of the time between boundaries (a step and its outputs)
+        self.boundary = time.monotonic()
 
     def run(self) -> None:
         run_steps(self.core, self)
@@ -226,9 +237,16 @@ class EngineLoop:
         return self.link.shutdown
 
     def take(self, wait: bool) -> None:
+        if not wait:  # it stepped since the last boundary
+            step_s = time.monotonic() - self.boundary
+            self.step_s = 0.8 * self.step_s + 0.2 * step_s if self.step_s else step_s
         for peer, message in self.link.receive(IDLE_POLL_MS if wait else 0):
             self.apply(peer, message)
+        if self.fresh and not wait:  # idle, it is woken when they are ready
+            wait_for(self.fresh, timeout=min(ADMIT_WAIT_CAP_S, ADMIT_WAIT_SHARE * self.step_s))
+        self.fresh.clear()
         self.admit_prepared()
+        self.boundary = time.monotonic()
 
     def idle(self) -> None:
         if not self.stats_sent:  # clients learn the counters once the engine has gone idle
@@ -250,6 +268,7 @@ class EngineLoop:
             self.spans.received(key, message.trace)
             future = self.prepare_pool.submit(self.worker.prepare, message.request)
             self.preparing[key] = future
+            self.fresh.append(future)
             self.request_of[key] = message.request.request_id
             future.add_done_callback(lambda _: os.write(self._wake_write, b"."))
         elif isinstance(message, m.Abort):
