@@ -22,6 +22,7 @@ the whole process group: the API server drains first and then shuts its engines 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import logging
 import os
@@ -59,6 +60,10 @@ PREPARE_THREADS = 2  # prompts built (tokenised, references encoded) alongside t
 ADMIT_WAIT_SHARE = 0.1
 ADMIT_WAIT_CAP_S = 0.025
 
+# glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_MAX = -4
+
 _NO_AUDIO = np.zeros((0, 0), dtype=np.float32)
 
 Peer = bytes  # a client's socket identity
@@ -79,6 +84,7 @@ def run(
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     setup_logging(log_level, log_format)
+    keep_freed_memory()
     context = zmq.Context()
     socket = context.socket(zmq.ROUTER)
     socket.setsockopt(zmq.LINGER, 1000)
@@ -96,6 +102,23 @@ def run(
     socket.close()
     context.term()
     sys.exit(0 if worker is not None else 1)
+
+
+def keep_freed_memory() -> bool:
+    """Have glibc's malloc keep the memory this process frees instead of handing it back to the kernel:
+    a step's large buffers are freed at its end and allocated again by the next, and each time they
+    came back from the kernel one page fault at a time (14,000-18,000 a step on the CPU, BENCHMARKS.md
+    #23). Large blocks come from the heap rather than from mmap of their own, and the heap is not
+    trimmed; the process's resident size stays at its high-water mark. False where there is no glibc,
+    or where MALLOC_MMAP_MAX_ or MALLOC_TRIM_THRESHOLD_ in the environment chose already."""
+    if "MALLOC_MMAP_MAX_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc (macOS, musl without it)
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(_M_MMAP_MAX, 0) and mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
 
 
 class ClientLink:
