@@ -8,8 +8,10 @@ code and handed to the back end in that process, no HTTP, no encoding, no client
 says its share of the engine alone's throughput at its concurrency. Every row also says how the engine
 spent the row (`engine`, from its step counters: steps, patches per step, mean step, and the share of
 the row's wall time it was stepping), so a share below 1 reads as slower steps, smaller batches or an
-engine left idle. Writes every row (polyvox bench's report, the load average before and after it) as
-JSON and prints the table BENCHMARKS.md keeps.
+engine left idle; a served row also counts the minor page faults per step and the resident size, of the
+server's process and of the processes under it (the engine processes), from /proc. Writes every row
+(polyvox bench's report, the load average before and after it) as JSON and prints the table
+BENCHMARKS.md keeps.
 
     python bench/served_compare.py --json bench/results/2026-11-30-cpu-served/served_compare.json
     python bench/served_compare.py --concurrency 1 --requests-per-stream 1 --input "A short line."
@@ -144,6 +146,21 @@ def minor_faults(root: int) -> dict[int, int]:
     return found
 
 
+def resident_mb(pids: list[int]) -> dict[str, float]:
+    """The processes' resident size now and at its peak (VmRSS, VmHWM), summed, in MiB."""
+    sizes = {"VmRSS": 0.0, "VmHWM": 0.0}
+    for pid in pids:
+        try:
+            lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            name, _, value = line.partition(":")
+            if name in sizes:
+                sizes[name] += int(value.split()[0]) / 1024
+    return {"now": round(sizes["VmRSS"]), "peak": round(sizes["VmHWM"])}
+
+
 def faults_per_step(root: int, before: dict[int, int], after: dict[int, int], steps: float) -> dict:
     """Minor page faults per engine step in the server's own process and in the processes under it
     (the engine processes: the step loop's buffers faulted in again from the kernel)."""
@@ -218,6 +235,11 @@ def measure_way(name: str, flags: list[str], args: argparse.Namespace, workdir: 
                 use["minor_faults_per_step"] = faults_per_step(
                     proc.pid, faults_before, faults_after, use["steps"]
                 )
+                engines = [pid for pid in faults_after if pid != proc.pid]
+                use["resident_mib"] = {
+                    "server": resident_mb([proc.pid]),
+                    "under_server": resident_mb(engines),
+                }
                 row = {
                     "way": name,
                     "seed": args.seed,
