@@ -69,3 +69,30 @@ def test_the_padded_graph_decode_follows_the_pool_when_it_grows(tiny):
     for i, length in ((0, 8), (1, 8), (2, 4)):
         whole = vae.decode(latents[i][..., :length]).reshape(-1)
         assert torch.allclose(torch.cat(pieces[i]), whole, atol=1e-4)
+
+
+def test_a_voice_tail_is_decoded_once_and_every_request_of_it_starts_from_the_same_state(tiny):
+    """A continuation's slot is primed with its prompt's audio tail: the same tail (a voice's, on every
+    request) is decoded once and copied after; each slot then decodes exactly as one primed alone."""
+    vae = tiny.vae
+    pool = VAEStatePool(vae, capacity=4, device=torch.device("cpu"), dtype=torch.float32)
+
+    def tail(seconds: float, freq: float = 220.0) -> torch.Tensor:
+        clip = tiny.clip_patches(seconds, freq=freq)
+        return tiny.prompt("and on", prompt_text="It went ", prompt_audio=clip).context_patches
+
+    def next_audio(state) -> torch.Tensor:
+        z = torch.randn(1, vae.latent_dim, 4, generator=torch.Generator().manual_seed(5))
+        return vae.decode_stream(z, state)[0]
+
+    def primed_alone(context: torch.Tensor) -> torch.Tensor:
+        latents = context.flatten(0, 1).T.unsqueeze(0).contiguous()
+        _, state = vae.decode_stream(latents, vae.init_stream_state(1, torch.device("cpu"), torch.float32))
+        return next_audio(state)
+
+    voice, other = tail(0.64), tail(0.48, freq=330.0)
+    slots = [pool.acquire_primed(voice), pool.acquire_primed(voice.clone()), pool.acquire_primed(other)]
+    assert len(pool.primed) == 2  # the voice's tail was decoded once
+    audio = [next_audio(pool.gather(torch.tensor([slot]))) for slot in slots]
+    assert torch.equal(audio[0], primed_alone(voice)) and torch.equal(audio[1], audio[0])
+    assert torch.equal(audio[2], primed_alone(other)) and not torch.equal(audio[2], audio[0])

@@ -456,18 +456,9 @@ class ModelRunner:
         """A decoder state slot for each new sequence (primed with a continuation's prompt tail)."""
         pool = self.vae_pool
         for s in seqs:
-            if s.vae_slot is None:
-                s.vae_slot = pool.acquire()
-                if s.context_patches is not None:  # continuation: prime the decoder with the prompt's tail
-                    slot = device_tensor([s.vae_slot], torch.long, pool.device)
-                    context = (
-                        s.context_patches.to(pool.device, pool.dtype)
-                        .flatten(0, 1)
-                        .T.unsqueeze(0)
-                        .contiguous()
-                    )
-                    _, primed = self.vae.decode_stream(context, pool.gather(slot))
-                    pool.scatter(slot, primed)
+            if s.vae_slot is None:  # a continuation's decoder starts primed with the prompt's tail
+                context = s.context_patches
+                s.vae_slot = pool.acquire() if context is None else pool.acquire_primed(context)
 
     def release(self, seq: Sequence) -> None:
         """A finished request gives its decoder state and noise slots back."""
