@@ -39,7 +39,7 @@ def test_engine_bench_closed_loop_runs_every_request(tmp_path, policy):
 
 # gpu_bench keeps 270 s of its budget for the sections after the table: a budget of 340 s leaves the
 # tiny table 60 s or more on a loaded two-core machine (280 left it the 10 s floor, which it outran).
-@pytest.mark.timeout(480)
+@pytest.mark.timeout(720)
 def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
     env = {
         **os.environ,
@@ -57,16 +57,17 @@ def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
         "BUDGET_S": "340",
     }
     completed = subprocess.run(
-        [sys.executable, "bench/gpu_bench.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=420
+        [sys.executable, "bench/gpu_bench.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=660
     )
     assert completed.returncode == 0, completed.stdout[-2000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     ran = {name: s["rc"] for name, s in summary["sections"].items()}
     assert ran["smoke_tiny"] == ran["engine_full"] == ran["profile"] == ran["served"] == 0
     assert ran["engine_compiled"] == ran["attention"] == "skipped"
-    # smoke_tiny: engine_bench's bursts (c=1 and 8, 8 patches each) and its check of batched outputs
+    # smoke_tiny: engine_bench's bursts (on a CPU dry run the table's batch sizes, CONCURRENCY, 8 patches
+    # each; 1 and 8 on the GPU) and its check of batched outputs
     smoke = summary["smoke_tiny"]
-    assert [r["concurrency"] for r in smoke["runs"]] == [1, 8]
+    assert [r["concurrency"] for r in smoke["runs"]] == [1, 2]
     for run in smoke["runs"]:
         assert run["audio_s"] == pytest.approx(run["concurrency"] * 8 * PATCH_S)
         assert run["audio_s_per_s"] > 0 and 0 < run["ttfa_p50_s"] <= run["ttfa_p95_s"]
