@@ -50,7 +50,7 @@ END = "<!-- settings:end -->"
 
 
 # the pages holding the table between the markers, from the repository's root
-PAGES = ("docs/configuration.md", "README.md")
+PAGES = ("docs/configuration.md",)
 
 
 def update_page(path: str) -> None:
