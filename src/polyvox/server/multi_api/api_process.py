@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 EXIT_START_FAILED = 3  # the app could not be built (its log says why): restarting it cannot help
 ORPHAN_POLL_S = 0.5
 ORPHAN_EXIT_S = 15.0  # past the drain, how long an orphan may take to exit before it stops at once
-READY_WAIT_S = 30.0  # how long a restarted process waits for its engine before it accepts regardless
+READY_WAIT_S = 30.0  # how long a process waits for its engine before it accepts regardless
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,11 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
         log.error("API server %d cannot start: %s", seat.index, exc)
         sys.exit(EXIT_START_FAILED)
     log.info("API server %d (pid %d) serving", seat.index, os.getpid())
-    served = AcceptWhenReady(app, READY_WAIT_S) if seat.restarted else app
+    # Only the first process's socket answers while its engine loads (/ready names the stage); the
+    # others, and any replacement, accept once theirs is ready: the kernel deals each socket its share of
+    # connections, and one dealt to a process still loading (its own embedded voice, or its link to the
+    # engines) was answered 503 engine_not_ready while /ready, asked of another, said 200.
+    served = AcceptWhenReady(app, READY_WAIT_S) if seat.restarted or seat.index > 0 else app
     config = uvicorn_config(served, settings, log_config)
 
     def stop_when_drained() -> bool:
@@ -93,10 +97,10 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
 
 
 class AcceptWhenReady:
-    """The app as uvicorn runs it in a restarted API process: its lifespan's start-up is reported
-    complete, and so uvicorn starts accepting, once the engine is ready (or failed, or after
-    `timeout_s`). The first start reports at once instead, so `/ready` names the stage while the
-    engine loads."""
+    """The app as uvicorn runs it in every API process but the first, and in a restarted one: its
+    lifespan's start-up is reported complete, and so uvicorn starts accepting, once the engine is ready
+    (or failed, or after `timeout_s`). The first process's first start reports at once instead, so
+    `/ready` names the stage while the engine loads."""
 
     def __init__(self, app: Any, timeout_s: float) -> None:
         self.app = app
