@@ -61,3 +61,14 @@ class ConsentInUse(VoiceConflict):
     """A consent recording that voices still cite cannot be deleted before them."""
 
     code = "consent_in_use"
+
+
+def uncitable_consent(consent_id: str) -> VoiceError:
+    """The refusal of a new voice that cites a consent recording there is none of (or the caller may not
+    use)."""
+    return VoiceError(
+        f"consent: no consent recording {consent_id!r}; upload one with POST /v1/audio/voice_consents and "
+        "pass its id",
+        param="consent",
+        code="consent_not_found",
+    )

@@ -41,6 +41,7 @@ from polyvox.voices.errors import (
     VoiceNotFound,
     VoiceStorageUnavailable,
     VoiceUnsupported,
+    uncitable_consent,
 )
 from polyvox.voices.store import (
     NAME_PATTERN,
@@ -493,12 +494,7 @@ class VoiceRegistry:
         try:
             self.consent_store().get(consent_id)
         except ConsentNotFound as exc:
-            raise VoiceError(
-                f"consent: no consent recording {consent_id!r}; "
-                "upload one with POST /v1/audio/voice_consents and pass its id",
-                param="consent",
-                code="consent_not_found",
-            ) from exc
+            raise uncitable_consent(consent_id) from exc
 
     @contextlib.contextmanager
     def _writing(self, store: VoiceStore) -> Iterator[None]:

@@ -16,7 +16,7 @@ from starlette.requests import HTTPConnection
 from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError
 from polyvox.server.tenancy.caller import Caller, caller_of
-from polyvox.voices.errors import ConsentNotFound, VoiceConflict, VoiceError, VoiceNotFound
+from polyvox.voices.errors import ConsentNotFound, VoiceConflict, VoiceNotFound, uncitable_consent
 from polyvox.voices.registry import VoiceRegistry
 
 SHARED_WORDS = {
@@ -92,12 +92,7 @@ def check_citable(connection: HTTPConnection, registry: VoiceRegistry, consent_i
     try:
         check_consent(connection, registry, consent_id)
     except ConsentNotFound as exc:
-        raise VoiceError(
-            f"consent: no consent recording {consent_id!r}; "
-            "upload one with POST /v1/audio/voice_consents and pass its id",
-            param="consent",
-            code="consent_not_found",
-        ) from exc
+        raise uncitable_consent(consent_id) from exc
 
 
 def check_consent(connection: HTTPConnection, registry: VoiceRegistry, consent_id: str) -> None:
