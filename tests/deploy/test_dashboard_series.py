@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 
 import httpx
@@ -19,7 +18,7 @@ import pytest
 from deploy.tools import DEPLOY
 from helpers.audio import decode
 from helpers.metrics import parse, value
-from helpers.redis_server import RedisServer
+from helpers.redis_server import RedisServer, private_redis
 from helpers.serve_process import polyvox_serve
 
 pytestmark = pytest.mark.timeout(300)
@@ -47,15 +46,8 @@ def queried_series(dashboard: dict) -> set[str]:
 
 @pytest.fixture(scope="module")
 def redis() -> Iterator[RedisServer]:
-    binary = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/sbin:/usr/bin")
-    if binary is None:
-        pytest.skip("redis-server not installed (Debian package redis-server; .ci/run installs it)")
-    server = RedisServer(binary)
-    server.start()
-    try:
+    with private_redis() as server:
         yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture(scope="module")

@@ -3,12 +3,16 @@ again on the same port (to play a Redis outage)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from helpers.serve_process import free_port
 
@@ -72,3 +76,17 @@ class RedisServer:
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def private_redis() -> Iterator[RedisServer]:
+    """A started `RedisServer`, closed on exit; the test is skipped, saying why, without redis-server."""
+    binary = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/sbin:/usr/bin")
+    if binary is None:
+        pytest.skip("redis-server not installed (Debian package redis-server; .ci/run installs it)")
+    server = RedisServer(binary)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()

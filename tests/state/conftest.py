@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
 
-from helpers.redis_server import RedisServer
+from helpers.redis_server import RedisServer, private_redis
 
 
 @pytest.fixture
 def redis_server() -> Iterator[RedisServer]:
-    binary = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/sbin:/usr/bin")
-    if binary is None:
-        pytest.skip("redis-server not installed (Debian package redis-server; .ci/run installs it)")
-    server = RedisServer(binary)
-    server.start()
-    try:
+    with private_redis() as server:
         yield server
-    finally:
-        server.close()
