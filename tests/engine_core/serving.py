@@ -32,10 +32,17 @@ def per_rank(samples: dict, name: str) -> list[float]:
 
 
 def wait_until(condition, what: str, timeout: float = 60.0) -> None:
+    assert became(condition, timeout), f"timed out waiting until {what}"
+
+
+def became(condition, timeout: float) -> bool:
+    """Whether `condition()` held within `timeout` seconds (asked every 50 ms)."""
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.05)
+    return True
 
 
 def routed_per_rank(samples: dict, ranks: int = 2) -> list[float]:

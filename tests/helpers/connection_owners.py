@@ -11,6 +11,8 @@ import socket
 import time
 from pathlib import Path
 
+from helpers.raw_http import address, read_until_closed
+
 ESTABLISHED = "01"
 
 
@@ -59,3 +61,14 @@ def _established_to(port: int, clients: set[int] | None) -> set[str]:
             if clients is None or remote in clients:
                 inodes.add(fields[9])
     return inodes
+
+
+def through(url: str, pid: int, pids: list[int], request: bytes) -> bytes:
+    """`request` sent on a connection API process `pid` accepted (others are closed and tried again):
+    the whole answer."""
+    while True:
+        with socket.create_connection(address(url)) as connection:
+            if owner_of(connection, pids) != pid:
+                continue
+            connection.sendall(request)
+            return read_until_closed(connection, 60)

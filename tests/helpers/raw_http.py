@@ -75,3 +75,10 @@ def header(answer: bytes, name: str) -> str | None:
         if key.strip().lower() == name.lower():
             return value.strip()
     return None
+
+
+def speech_request(text: str) -> bytes:
+    """A whole POST /v1/audio/speech for `text` in alloy's voice, closing the connection after."""
+    body = json.dumps({"input": text, "voice": "alloy"}).encode()
+    head = "POST /v1/audio/speech HTTP/1.1\r\nHost: polyvox\r\nContent-Type: application/json\r\n"
+    return f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body

@@ -6,8 +6,6 @@ under `--api-server-count 2`, where any API process's scrape answers the sums of
 
 from __future__ import annotations
 
-import json
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -21,9 +19,9 @@ import pytest
 from engine_core.processes import engine_pids
 from helpers.audio import decode
 from helpers.clips import wav_bytes
-from helpers.connection_owners import owner_of
+from helpers.connection_owners import through
 from helpers.metrics import parse, scrape, value
-from helpers.raw_http import address, read_until_closed
+from helpers.raw_http import speech_request
 from helpers.serve_process import polyvox_serve
 from polyvox.backends.fake import FakeBackend
 
@@ -104,23 +102,6 @@ def test_without_the_setting_no_uttera_series_is_exported(serve):
     samples = scrape(url)
     assert value(samples, "polyvox_requests_total", route=SPEECH, method="POST", status="200") == 1
     assert not [name for name, _ in samples if name.startswith("uttera_")]
-
-
-def through(url: str, pid: int, pids: list[int], request: bytes) -> bytes:
-    """`request` sent on a connection API process `pid` accepted (others are closed and tried again):
-    the whole answer."""
-    while True:
-        with socket.create_connection(address(url)) as connection:
-            if owner_of(connection, pids) != pid:
-                continue
-            connection.sendall(request)
-            return read_until_closed(connection, 60)
-
-
-def speech_request(text: str) -> bytes:
-    body = json.dumps({"input": text, "voice": "alloy"}).encode()
-    head = f"POST {SPEECH} HTTP/1.1\r\nHost: polyvox\r\nContent-Type: application/json\r\n"
-    return f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
 
 
 SCRAPE = b"GET /metrics HTTP/1.1\r\nHost: polyvox\r\nConnection: close\r\n\r\n"

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from polyvox.backends.base import Backend
     from polyvox.server.auth import KeyRing
     from polyvox.server.lifecycle.draining import Lifecycle
@@ -43,6 +45,8 @@ class AppState:
     backend_failure: str | None = None  # why the engine failed its first start
     freezing_voices: bool = False  # `freeze_voices_at_start` or `warmup` running: /ready waits for it
     cold_start: ColdStart | None = None  # idle_unload_s / load_on_demand: the engine loaded on demand
+    # api_server_count > 1: the numbers of the other API processes on the port still starting (/ready 503)
+    peers_starting: Callable[[], list[int]] | None = None
 
     @property
     def lexicon(self) -> Lexicon | None:

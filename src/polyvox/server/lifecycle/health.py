@@ -53,6 +53,22 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
 def _not_ready(request: Request, backend: Backend) -> APIError | None:
     """Why the server cannot take speech requests now (a 503), or None when it can."""
     state = app_state(request.app)
+    if (refusal := not_started(state, backend)) is not None:
+        return refusal
+    if state.peers_starting is not None and (starting := state.peers_starting()):
+        # several API processes on one port: a client asking here may be dealt to any of them next
+        named = ", ".join(map(str, starting))
+        return APIError(
+            503,
+            f"the server is still starting: API server process {named} is loading its engine",
+            code="engine_not_ready",
+            headers={"Retry-After": "5"},
+        )
+    return None
+
+
+def not_started(state: AppState, backend: Backend) -> APIError | None:
+    """Why this process cannot take speech requests now (a 503), or None when it can."""
     if state.lifecycle.draining:
         return APIError(503, "the server is shutting down", code="shutting_down")
     if not backend.ready and not _cold(state):

@@ -38,13 +38,15 @@ EXIT_START_FAILED = 3  # the app could not be built (its log says why): restarti
 ORPHAN_POLL_S = 0.5
 ORPHAN_EXIT_S = 15.0  # past the drain, how long an orphan may take to exit before it stops at once
 READY_WAIT_S = 30.0  # how long a process waits for its engine before it accepts regardless
+READY_POLL_S = 0.05
 
 
 @dataclass(frozen=True)
 class Seat:
     """An API process's place behind the launcher: its number, the launcher (its parent), whether it
     replaces one that died, the drain's two words (its own that it has drained, and the launcher's that
-    all have), and the launcher's working directory."""
+    all have), the launcher's working directory, and every API process's word that it has started (by
+    number; one set stays set while its process is replaced)."""
 
     index: int
     launcher_pid: int
@@ -52,6 +54,11 @@ class Seat:
     drained: Event
     all_drained: Event
     workdir: str
+    started: tuple[Event, ...]
+
+    def peers_starting(self) -> list[int]:
+        """The numbers of the other API processes that have not yet started."""
+        return [n for n, started in enumerate(self.started) if n != self.index and not started.is_set()]
 
 
 def run(settings: Settings, listener: socket.socket, engine_sockets: str | None, seat: Seat) -> None:
@@ -67,6 +74,7 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
     watch.start()
     from polyvox.backends.factory import build_backend
     from polyvox.server.app import create_app
+    from polyvox.server.app_state import app_state
     from polyvox.server.connections import uvicorn_config
     from polyvox.server.lifecycle.draining import DrainingServer
     from polyvox.settings.errors import files_named_by
@@ -81,8 +89,11 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
     # Only the first process's socket answers while its engine loads (/ready names the stage); the
     # others, and any replacement, accept once theirs is ready: the kernel deals each socket its share of
     # connections, and one dealt to a process still loading (its own embedded voice, or its link to the
-    # engines) was answered 503 engine_not_ready while /ready, asked of another, said 200.
-    served = AcceptWhenReady(app, READY_WAIT_S) if seat.restarted or seat.index > 0 else app
+    # engines) was answered 503 engine_not_ready. And /ready, whichever process is asked, is 200 only once
+    # every process has started: the first one's 200 while another still loaded (or the other way round)
+    # sent clients to a process that answered them 503.
+    app_state(app).peers_starting = seat.peers_starting
+    served = Seated(app, seat.started[seat.index], accept_at_once=seat.index == 0 and not seat.restarted)
     config = uvicorn_config(served, settings, log_config)
 
     def stop_when_drained() -> bool:
@@ -96,15 +107,17 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
         log.info("the launcher's working directory %s is removed", seat.workdir)
 
 
-class AcceptWhenReady:
-    """The app as uvicorn runs it in every API process but the first, and in a restarted one: its
-    lifespan's start-up is reported complete, and so uvicorn starts accepting, once the engine is ready
-    (or failed, or after `timeout_s`). The first process's first start reports at once instead, so
-    `/ready` names the stage while the engine loads."""
+class Seated:
+    """The app as uvicorn runs it in an API process. Its lifespan's start-up is reported complete, and so
+    uvicorn starts accepting, once the engine is ready (or failed, or after READY_WAIT_S), except in the
+    first process's first start (`accept_at_once`), so that `/ready` names the stage while the engine
+    loads. Once the process can serve (engine ready, voices frozen, warmed up) it sets `started`."""
 
-    def __init__(self, app: Any, timeout_s: float) -> None:
+    def __init__(self, app: Any, started: Event, accept_at_once: bool) -> None:
         self.app = app
-        self.timeout_s = timeout_s
+        self.started = started
+        self.accept_at_once = accept_at_once
+        self._reporting: asyncio.Task | None = None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "lifespan":
@@ -113,18 +126,35 @@ class AcceptWhenReady:
 
         async def send_once_ready(message: dict) -> None:
             if message["type"] == "lifespan.startup.complete":
-                await self._engine_ready()
+                self._reporting = asyncio.create_task(self._report_started())
+                if not self.accept_at_once:
+                    await self._engine_ready()
             await send(message)
 
-        await self.app(scope, receive, send_once_ready)
+        try:
+            await self.app(scope, receive, send_once_ready)
+        finally:
+            if self._reporting is not None:
+                self._reporting.cancel()
 
     async def _engine_ready(self) -> None:
         from polyvox.server.app_state import app_state
 
         state = app_state(self.app)
-        deadline = time.monotonic() + self.timeout_s
+        deadline = time.monotonic() + READY_WAIT_S
         while not (state.backend.ready or state.backend_failure) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(READY_POLL_S)
+
+    async def _report_started(self) -> None:
+        from polyvox.server.app_state import app_state
+        from polyvox.server.lifecycle.health import not_started
+
+        state = app_state(self.app)
+        while not_started(state, state.backend) is not None:
+            if state.backend_failure or state.lifecycle.draining:
+                return  # it will not serve: /ready stays 503
+            await asyncio.sleep(READY_POLL_S)
+        self.started.set()
 
 
 def _drain_when_orphaned(launcher_pid: int, grace_s: float, orphaned: threading.Event) -> None:

@@ -16,6 +16,7 @@ enough streams for the engines, N of them can.
 - LoRA adapters are the ones named at start (`/admin/lora` cannot change them: each process would
   know a different set).
 - `/metrics` from any of them sums them all: the launcher gives them one `PROMETHEUS_MULTIPROC_DIR`.
+- `/ready` from any of them is 200 only once every one has started (each sets its Event in `started`).
 - An API process that dies is started again with a growing pause between tries; the engines drop what
   it had asked of them (`Forget`). One that cannot build its app at all (a bad setting) stops the server.
 - SIGTERM drains: every API process drains, then answers 503 until all have drained, when the launcher
@@ -75,6 +76,7 @@ class Launcher:
         self.processes: dict[int, BaseProcess] = {}
         self.drained: dict[int, Event] = {}  # each API process's word that it has drained
         self.all_drained: Event  # the launcher's word to them (made in `run`)
+        self.started: tuple[Event, ...] = ()  # each API process's word that it has started (made in `run`)
         self.failure: str | None = None
         self._stopping = asyncio.Event()
         self._draining = False
@@ -115,6 +117,8 @@ class Launcher:
             self.engine = self._build_engine()
             listeners = listening_sockets(s.host, s.port, self.count)
             self.all_drained = multiprocessing.get_context("spawn").Event()
+            # each API process's word that it has started: /ready is 200 only once every one has
+            self.started = tuple(multiprocessing.get_context("spawn").Event() for _ in range(self.count))
             # read by prometheus_client when the API processes import it (the launcher exports nothing)
             os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(self.metrics_dir)
             loop = asyncio.get_running_loop()
@@ -170,7 +174,13 @@ class Launcher:
         while not self._stopping.is_set():
             context = multiprocessing.get_context("spawn")
             seat = api_process.Seat(
-                index, os.getpid(), restarted, context.Event(), self.all_drained, str(self.workdir)
+                index,
+                os.getpid(),
+                restarted,
+                context.Event(),
+                self.all_drained,
+                str(self.workdir),
+                self.started,
             )
             process = context.Process(
                 target=api_process.run,
