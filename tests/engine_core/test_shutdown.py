@@ -15,9 +15,11 @@ import time
 import httpx
 
 from engine_core.processes import alive, engine_pids, kill9
-from engine_core.serving import FLAGS, LONG, SPEECH, became, per_rank, speak, wait_until
+from engine_core.serving import FLAGS, LONG, SPEECH, routed_per_rank, speak, wait_until
 from helpers.metrics import scrape, value
 from helpers.serve_process import free_port, polyvox_serve
+
+VOICES = ("alloy", "echo")
 
 
 def test_sigterm_drains_every_rank_then_no_engine_process_is_left(tmp_path):
@@ -25,24 +27,30 @@ def test_sigterm_drains_every_rank_then_no_engine_process_is_left(tmp_path):
     with polyvox_serve(*flags) as (proc, url):
         engines = engine_pids(proc.pid)
         assert len(engines) == 2
-        for voice in ("alloy", "echo"):
+        for voice in VOICES:  # frozen on first use, before anything is counted
             assert speak(url, "Warm up.", voice).status_code == 200
-        answers: dict[str, httpx.Response] = {}
+        answers: dict[int, httpx.Response] = {}
 
-        def post(voice: str) -> None:
+        def post(n: int, voice: str) -> None:
             body = {"input": LONG, "voice": voice, "response_format": "pcm"}
-            answers[voice] = httpx.post(f"{url}{SPEECH}", json=body, timeout=120)
+            answers[n] = httpx.post(f"{url}{SPEECH}", json=body, timeout=120)
 
-        running = lambda: per_rank(scrape(url), "polyvox_engine_running_requests")  # noqa: E731
-        threads: list[threading.Thread] = []
-        # Long requests until both ranks run one: a voice's requests go to the rank that last served it
-        # while that rank has at most one more (router.py), so two may share a rank; a third cannot.
-        for voice in ("alloy", "echo", "fable"):
-            threads.append(threading.Thread(target=post, args=(voice,)))
-            threads[-1].start()
-            if became(lambda: all(running()), timeout=3):
-                break
-        wait_until(lambda: all(running()), "both ranks run one")
+        # Four long requests at once: a voice's requests go to the rank that last served it only while
+        # that rank has at most one more in flight (router.py), so both ranks get some. (The running
+        # gauge is no witness: it drops to 0 between a request's pieces.)
+        routed_before = routed_per_rank(scrape(url))
+        threads = [threading.Thread(target=post, args=(n, voice)) for n, voice in enumerate(VOICES * 2)]
+        for thread in threads:
+            thread.start()
+
+        def both_ranks_hold_some() -> bool:
+            routed = routed_per_rank(scrape(url))
+            return sum(routed) >= sum(routed_before) + len(threads) and all(
+                now > before for now, before in zip(routed, routed_before, strict=True)
+            )
+
+        wait_until(both_ranks_hold_some, "every request is routed, to both ranks")
+        assert all(thread.is_alive() for thread in threads)  # none has finished: both ranks hold some
 
         proc.send_signal(signal.SIGTERM)
         wait_until(lambda: httpx.get(f"{url}/ready").status_code == 503, "/ready turns 503", timeout=10)
