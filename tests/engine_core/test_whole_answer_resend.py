@@ -20,7 +20,7 @@ import pytest
 from engine_core.processes import alive, engine_pid_of_rank, freeze, kill9
 from engine_core.serving import FLAGS, per_rank, routed_per_rank, speak, wait_until
 from helpers.audio import decode, duration
-from helpers.metrics import scrape
+from helpers.metrics import scrape, value
 from helpers.serve_process import polyvox_serve
 
 HANG_TIMEOUT_S = 5
@@ -73,6 +73,7 @@ def lose_the_busier_rank_mid_answer(pid: int, url: str, lose: Callable[[int], No
     ]
     samples = scrape(url)
     routed_before = routed_per_rank(samples)
+    run_again_before = value(samples, "polyvox_answers_run_again_total")
     patches_before = per_rank(samples, "polyvox_engine_patches_total")
     threads = [threading.Thread(target=a.run, args=(url,)) for a in answers]
     for thread in threads:
@@ -96,6 +97,9 @@ def lose_the_busier_rank_mid_answer(pid: int, url: str, lose: Callable[[int], No
     for answer in answers:
         assert answer.error is None and answer.audio is not None, (answer.text, answer.error)
         assert decode(answer.audio)[0].size > 0
+    # the lost rank was making audio for its pieces: some answers had part of theirs, and were run again
+    run_again = value(scrape(url), "polyvox_answers_run_again_total") - run_again_before
+    assert 1 <= run_again <= len(answers), run_again
     wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "ready", "the rank is back")
     again = [WholeAnswer(answer.text, answer.seed, answer.voice) for answer in answers]
     with ThreadPoolExecutor(5) as pool:

@@ -77,6 +77,12 @@ class Metrics:
         self.backend_restarts = Counter(
             "polyvox_engine_restarts", "Times the engine was restarted after it stopped serving.", registry=r
         )
+        self.answers_run_again = Counter(
+            "polyvox_answers_run_again",
+            "Answers run again from their start because the engine lost part of their audio (its process "
+            "died) before any of it reached the client.",
+            registry=r,
+        )
         self.cache_lookups = Counter(
             "polyvox_cache_lookups",
             "Speech requests by X-Cache outcome (hit, miss, bypass, adhoc, disabled).",

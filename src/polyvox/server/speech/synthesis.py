@@ -387,6 +387,7 @@ class SpeechService:
                 if run == ANSWER_RUNS:
                     raise
                 log.warning("speech %s run again from its start: %s", job.request.request_id, exc)
+                self.metrics.answers_run_again.inc()
                 job.audio_seconds = 0.0
             except BaseException:
                 await pieces.aclose()
