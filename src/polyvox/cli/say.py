@@ -15,6 +15,7 @@ from polyvox.startup import StartupError
 
 def add_say(subparsers: argparse._SubParsersAction) -> None:
     from polyvox.audio.formats import FORMATS
+    from polyvox.text.emotion import EMOTIONS
 
     parser = subparsers.add_parser("say", help="Synthesise TEXT to a file without a server.")
     parser.add_argument("text", metavar="TEXT", help="What to say.")
@@ -34,6 +35,15 @@ def add_say(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--instructions", default=None, help="Style instructions, for engines that follow them."
     )
+    parser.add_argument(
+        "--emotion",
+        default=None,
+        choices=EMOTIONS,
+        help="Delivery, for engines that design voices (the embedded voice speaks neutral only).",
+    )
+    parser.add_argument(
+        "--pitch", type=float, default=0.0, help="Semitones, -12 to 12, tempo kept (default: 0)."
+    )
     parser.add_argument("--seed", type=int, default=None, help="Sampling noise seed (default: random).")
     # --lora (a settings flag) speaks with the adapter; say also takes a bare DIR, named after it
     add_settings_flags(parser, SAY_SETTINGS)
@@ -50,9 +60,11 @@ async def synthesize_file(
     instructions: str | None = None,
     seed: int | None = None,
     lora: str | None = None,
+    emotion: str | None = None,
+    pitch: float = 0.0,
 ) -> bytes:
     """The whole utterance as a file of `fmt`: engine and OutputPipeline, no server. `lora`: the name of
-    one of `settings.lora`'s adapters to speak with."""
+    one of `settings.lora`'s adapters to speak with; `pitch`: semitones, shifted as the server does."""
     from polyvox.audio.formats import resolve
     from polyvox.audio.pipeline import OutputPipeline
     from polyvox.backends.base import SynthesisRequest
@@ -73,11 +85,17 @@ async def synthesize_file(
         audio_format, out_rate = resolve(fmt, sample_rate, default_rate=backend.info.sample_rate)
         backend_speed, pipeline_speed = backend.info.capabilities.split_speed(speed)
         request = SynthesisRequest(
-            text=text, voice=voice, speed=backend_speed, instructions=instructions, seed=seed, lora=lora
+            text=text,
+            voice=voice,
+            speed=backend_speed,
+            instructions=instructions,
+            seed=seed,
+            lora=lora,
+            emotion=emotion,
         )
         request = await asyncio.to_thread(backend.checked, request)  # as it is spoken: its pieces
         pipeline = OutputPipeline(
-            backend.info.sample_rate, out_rate, audio_format, speed=pipeline_speed, whole=True
+            backend.info.sample_rate, out_rate, audio_format, speed=pipeline_speed, whole=True, pitch=pitch
         )
         parts = [await asyncio.to_thread(pipeline.push, chunk) async for chunk in backend.generate(request)]
         parts.append(await asyncio.to_thread(pipeline.finish))
@@ -89,6 +107,7 @@ async def synthesize_file(
 def run_say(args: argparse.Namespace) -> int:
     from polyvox.audio.errors import UnsupportedFormat
     from polyvox.backends.errors import BackendError, BackendInputError
+    from polyvox.server.protocol import PITCH_LIMIT
 
     if hasattr(args, "lora"):
         args.lora = [_named_adapter(entry) for entry in args.lora]
@@ -97,6 +116,9 @@ def run_say(args: argparse.Namespace) -> int:
     setup_logging("warning" if settings.log_level == "info" else settings.log_level, settings.log_format)
     if not 0.25 <= args.speed <= 4.0:
         print("polyvox say: --speed must be between 0.25 and 4.0", file=sys.stderr)
+        return 2
+    if not -PITCH_LIMIT <= args.pitch <= PITCH_LIMIT:
+        print(f"polyvox say: --pitch must be between {-PITCH_LIMIT:g} and {PITCH_LIMIT:g}", file=sys.stderr)
         return 2
     lora = args.voice if args.voice in settings.lora else None
     if lora is None and len(settings.lora) == 1:
@@ -117,6 +139,8 @@ def run_say(args: argparse.Namespace) -> int:
                 args.instructions,
                 seed=args.seed,
                 lora=lora,
+                emotion=args.emotion,
+                pitch=args.pitch,
             )
         )
     except (BackendInputError, UnsupportedFormat) as exc:
