@@ -19,6 +19,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from polyvox.metrics_files import shared_counter, shared_metrics_dir
+from polyvox.state.state_format import StateFormatError, ensure_format
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class StateConnection:
         self.where = f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
         self.available = False
         self.reason = "not contacted yet"
+        self.format_error: str | None = None  # the state it holds is in a format this polyvox cannot read
         self.failures: Counter[str] = Counter()
         # Several API processes on one port each have a connection: /metrics sums their shared counts.
         self._shared_failures = shared_counter(STATE_ERRORS, STATE_ERRORS_HELP, ["operation"])
@@ -97,14 +99,26 @@ class StateConnection:
             raise StateUnavailable(self.describe()) from exc
 
     def check(self) -> bool:
-        """Ping Redis (even while it is known to be down: this is what finds it back)."""
+        """Ping Redis (even while it is known to be down: this is what finds it back), and as it is found
+        (back) check the format of the state it holds (`state_format`): in a format this polyvox cannot
+        read, it is taken as down, `format_error` saying why."""
         try:
             self.client.ping()
+            if not self.available:
+                ensure_format(self.client, self.where)
         except redis.RedisError as exc:
             self._failed("ping")
             self._went_down(exc)
             return False
+        except StateFormatError as exc:
+            self._failed("format")
+            if self.format_error != str(exc):
+                log.error("%s", exc)
+            self.format_error = str(exc)
+            self._went_down(exc, announce=False)
+            return False
         with self._lock:
+            self.format_error = None
             came_back = not self.available
             self.available = True
             self.reason = ""
@@ -123,18 +137,20 @@ class StateConnection:
             self._shared_failures.labels(operation=operation).inc()
 
     def describe(self) -> str:
+        if self.format_error is not None:
+            return f"the shared state store {self.where} cannot be used: {self.format_error}"
         return f"the shared state store {self.where} is unreachable ({self.reason})"
 
     def close(self) -> None:
         self.client.close()
 
-    def _went_down(self, exc: Exception) -> None:
+    def _went_down(self, exc: Exception, announce: bool = True) -> None:
         with self._lock:
             was_up = self.available or not self._announced
             self.available = False
             self.reason = f"{type(exc).__name__}: {exc}"
             self._announced = True
-        if was_up:
+        if was_up and announce:
             log.warning(
                 "%s: synthesis goes on without the shared audio cache, voices and the lexicon are "
                 "served from this replica's copies, and changes to them are refused until it returns",

@@ -50,7 +50,13 @@ def connect(settings: Settings) -> ReplicaSync | None:
         if exc.name != "redis":
             raise
         raise StartupError(REDIS_MISSING) from None
-    return ReplicaSync(StateConnection(settings.state_url), settings.state_sync_interval_s)
+    connection = StateConnection(settings.state_url)
+    # A Redis holding state in a format this polyvox cannot read stops the start, in one line; one that
+    # cannot be reached now is checked when it is found (and taken as down if its format is newer).
+    connection.check()
+    if connection.format_error is not None:
+        raise StartupError(connection.format_error)
+    return ReplicaSync(connection, settings.state_sync_interval_s)
 
 
 def install(app: FastAPI, shared: ReplicaSync | None, metrics: Metrics) -> None:
