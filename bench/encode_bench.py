@@ -14,6 +14,7 @@ event loop woke from 5 ms sleeps meanwhile (its responsiveness under the load).
 Stream 0's bytes are decoded at the end and their duration checked against the chunks it encoded.
 
     python bench/encode_bench.py --threads 1,2 --lock-check --json encode.json
+    python bench/encode_bench.py --formats mp3,pcm --threads 2 --pitch 5   # the cost of a pitch shift
     python bench/encode_bench.py --dry-run
     py-spy record --gil -f raw -o gil.txt -- python bench/encode_bench.py --direct-only --formats mp3
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import platform
@@ -54,6 +56,7 @@ PROBE_S = 0.005
 @dataclass
 class Run:
     format: str
+    pitch: float
     threads: int
     streams: int
     seconds: float
@@ -92,15 +95,19 @@ def engine_chunks(count: int) -> list[np.ndarray]:
 class Streams:
     """`count` responses encoding through one pool: counters, and stream 0's bytes for the check."""
 
-    def __init__(self, fmt: str, count: int, pool: EncodePool, chunks: list[np.ndarray]) -> None:
-        self.fmt, self.count, self.pool, self.chunks = fmt, count, pool, chunks
+    def __init__(
+        self, fmt: str, count: int, pool: EncodePool, chunks: list[np.ndarray], pitch: float = 0.0
+    ) -> None:
+        self.fmt, self.count, self.pool, self.chunks, self.pitch = fmt, count, pool, chunks, pitch
         self.encoded = 0
         self.first_stream_chunks = 0
         self.first_stream_bytes: list[bytes] = []
         self.stop = asyncio.Event()
 
     async def one(self, index: int) -> None:
-        pipeline = await self.pool.run(OutputPipeline, ENGINE_RATE, SERVED_RATE, self.fmt)
+        pipeline = await self.pool.run(
+            functools.partial(OutputPipeline, ENGINE_RATE, SERVED_RATE, self.fmt, pitch=self.pitch)
+        )
         position = index * 7  # streams start at different places in the sound
         while not self.stop.is_set():
             data = await self.pool.run(pipeline.push, self.chunks[position % len(self.chunks)])
@@ -128,9 +135,12 @@ def decoded_seconds(fmt: str, data: bytes) -> float:
     return audio_duration(data)
 
 
-def direct_rate(fmt: str, streams: int, chunks: list[np.ndarray], seconds: float) -> float:
+def direct_rate(
+    fmt: str, streams: int, chunks: list[np.ndarray], seconds: float, pitch: float = 0.0
+) -> float:
     """Chunks per second with no pool: the same pipelines pushed round-robin on this thread."""
-    pipelines = [OutputPipeline(ENGINE_RATE, SERVED_RATE, fmt) for _ in range(min(streams, 32))]
+    count = min(streams, 32)
+    pipelines = [OutputPipeline(ENGINE_RATE, SERVED_RATE, fmt, pitch=pitch) for _ in range(count)]
     done = 0
     started = time.perf_counter()
     while time.perf_counter() - started < seconds:
@@ -141,11 +151,11 @@ def direct_rate(fmt: str, streams: int, chunks: list[np.ndarray], seconds: float
 
 
 async def measure(
-    fmt: str, threads: int, streams: int, seconds: float, warmup_s: float, direct: float
+    fmt: str, threads: int, streams: int, seconds: float, warmup_s: float, direct: float, pitch: float = 0.0
 ) -> Run:
     chunks = engine_chunks(64)
     pool = EncodePool(threads)
-    load = Streams(fmt, streams, pool, chunks)
+    load = Streams(fmt, streams, pool, chunks, pitch)
     tasks = [asyncio.create_task(load.one(i)) for i in range(streams)]
     await asyncio.sleep(warmup_s)
     lags: list[float] = []
@@ -162,6 +172,7 @@ async def measure(
     encoded_s = load.first_stream_chunks * CHUNK_S
     return Run(
         format=fmt,
+        pitch=pitch,
         threads=threads,
         streams=streams,
         seconds=round(wall, 2),
@@ -276,6 +287,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="first check that FFmpeg and soxr release the interpreter lock",
     )
+    parser.add_argument(
+        "--pitch", type=float, default=0.0, help="semitones every stream is shifted by (the request's pitch)"
+    )
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     if args.dry_run:
@@ -303,12 +317,14 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     for fmt in formats:
-        direct = direct_rate(fmt, args.streams, engine_chunks(64), args.seconds)
+        direct = direct_rate(fmt, args.streams, engine_chunks(64), args.seconds, args.pitch)
         if args.direct_only:
             print(f"{fmt:>6} direct {direct:.0f} chunks/s", flush=True)
             continue
         for count in threads:
-            run = asyncio.run(measure(fmt, count, args.streams, args.seconds, args.warmup, direct))
+            run = asyncio.run(
+                measure(fmt, count, args.streams, args.seconds, args.warmup, direct, args.pitch)
+            )
             runs.append(run)
             print(
                 f"{run.format:>6} {run.threads:>7} {run.chunks_per_s:>9.0f} {run.real_time_streams:>10} "

@@ -33,6 +33,17 @@ def test_encode_bench_dry_run_measures_every_format_and_its_audio_decodes_to_wha
         assert run["decoded_s"] == pytest.approx(run["encoded_s"], abs=0.1)
 
 
+def test_encode_bench_measures_streams_shifted_in_pitch_at_their_length(tmp_path):
+    out = tmp_path / "pitch.json"
+    command = [sys.executable, "bench/encode_bench.py", "--dry-run", "--formats", "pcm,mp3", "--threads", "1"]
+    command += ["--pitch", "5", "--json", str(out)]
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=300)
+    runs = json.loads(out.read_text())["runs"]
+    assert [(run["format"], run["pitch"]) for run in runs] == [("pcm", 5.0), ("mp3", 5.0)]
+    for run in runs:  # shifted, not stretched: as long as what was pushed
+        assert run["chunks"] > 0 and run["decoded_s"] == pytest.approx(run["encoded_s"], abs=0.1)
+
+
 def test_encode_served_measures_what_a_served_chunk_costs_the_server(tmp_path):
     out = tmp_path / "served.json"
     command = [sys.executable, "bench/encode_served.py", "--formats", "pcm,mp3", "--streams", "2"]
