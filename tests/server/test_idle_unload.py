@@ -14,10 +14,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import numpy as np
 import openai
 
 from engine_core.processes import engine_pids
 from helpers.audio import decode
+from helpers.clips import wav_bytes
 from helpers.metrics import scrape, value
 from helpers.serve_process import polyvox_serve
 from helpers.server import running_server
@@ -89,6 +91,26 @@ def test_a_voice_designed_from_a_prompt_loads_a_cold_engine(tmp_path) -> None:
         designed = httpx.post(f"{url}/v1/audio/voices", json=body, timeout=300)
         assert designed.status_code == 201, designed.text
         assert value(scrape(url), "polyvox_engine_loads_total") == 1
+
+
+def test_a_clip_uploaded_as_a_voice_loads_a_cold_engine(tmp_path) -> None:
+    """The cloning engine checks the clip: a cold one is loaded for it (it answered 503 before)."""
+    flags = (*TINY, "--load-on-demand", "--voices-dir", str(tmp_path / "voices"), "--log-level", "warning")
+    rate = 16000
+    t = np.arange(rate * 2) / rate
+    clip = wav_bytes((0.3 * np.sin(2 * np.pi * 180 * t)).astype(np.float32), rate)
+    with polyvox_serve(*flags) as (_, url):
+        assert status(url) == "cold"
+        files = {"audio_sample": ("clip.wav", clip, "audio/wav")}
+        made = httpx.post(
+            f"{url}/v1/audio/voices", data={"name": "cloned", "consent": "true"}, files=files, timeout=300
+        )
+        assert made.status_code == 201, made.text
+        assert value(scrape(url), "polyvox_engine_loads_total") == 1
+        assert status(url) == "ready"
+        body = {"input": "Hello.", "voice": "cloned"}
+        spoken = httpx.post(f"{url}/v1/audio/speech", json=body, timeout=300)
+        assert spoken.status_code == 200 and decode(spoken.content)[0].size > 0
 
 
 class HeldStop(FakeBackend):

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 
+from polyvox.backends.base import Backend
 from polyvox.backends.errors import BackendError
 from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError, DeadlineExceeded
@@ -94,10 +95,28 @@ async def _from_sample(
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
     data = await upload.read()
+    state = app_state(request.app)
+    cold_start = state.service.cold_start
+    if cold_start is None or not state.backend.info.capabilities.cloning:
+        return await _add_clip(registry, name, data, upload.filename or "", entry, state.backend, param)
+    # idle_unload_s / load_on_demand: the engine checks the clip, so a cold one loads now, and the upload
+    # is in flight meanwhile (an idle unload waits for it, a drain too)
+    with state.service.accept():
+        await cold_start.loaded()
+        return await _add_clip(registry, name, data, upload.filename or "", entry, state.backend, param)
+
+
+async def _add_clip(
+    registry: VoiceRegistry,
+    name: str,
+    data: bytes,
+    filename: str,
+    entry: VoiceEntry,
+    backend: Backend,
+    param: str,
+) -> tuple[VoiceDetail, bool]:
     try:
-        return await registry.add(
-            name, data, upload.filename or "", entry, app_state(request.app).backend, param
-        )
+        return await registry.add(name, data, filename, entry, backend, param)
     except BackendError as exc:  # the engine that checks a clip against its model is not up
         raise APIError(
             503,
