@@ -23,14 +23,18 @@ finish() {
 }
 trap finish EXIT
 
-echo "serve smoke: building a fresh environment as \`make serve\` does ($work/venv)"
-make --no-print-directory install VENV="$work/venv"
-port=$("$work/venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# On a clean clone (CI) the environment is .venv itself, built by `make install` alone, which `make test`
+# then extends with the test extras (one install, not two); where .venv exists already it may hold more
+# than `make serve` installs, so a scratch one is built instead.
+if [ -e .venv ]; then venv="$work/venv"; else venv=.venv; fi
+echo "serve smoke: building a fresh environment as \`make serve\` does ($venv)"
+make --no-print-directory install VENV="$venv"
+port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # The server's state goes to the scratch directory, not the CI user's home.
 export POLYVOX_PORT="$port" POLYVOX_VOICES_DIR="$work/voices" POLYVOX_CACHE_DIR="$work/cache"
-setsid make --no-print-directory serve VENV="$work/venv" >"$work/serve.log" 2>&1 &
+setsid make --no-print-directory serve VENV="$venv" >"$work/serve.log" 2>&1 &
 server=$!
-"$work/venv/bin/python" .ci/serve_smoke.py "http://127.0.0.1:$port" "$server"
+"$venv/bin/python" .ci/serve_smoke.py "http://127.0.0.1:$port" "$server"
 kill -TERM -- "-$server"
 wait "$server" 2>/dev/null || true
 server=""
