@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import sys
 from typing import Any
 
 import anyio
@@ -101,15 +102,24 @@ async def read_form(request: Request, max_bytes: int, max_files: int = 1, max_fi
     return await Request(request.scope, _replay(raw)).form(max_files=max_files, max_fields=max_fields)
 
 
-def parse_json_object(raw: bytes) -> dict[str, Any]:
-    """A JSON body that must be an object; anything else, however malformed or deeply nested, is a
-    400 `invalid_json` (the parser recurses per level: nesting past its limit is refused, not a 500)."""
+def decode_json(raw: bytes | str, what: str = "request body") -> Any:
+    """JSON text decoded; anything the parser refuses, however malformed, deeply nested or long its
+    numbers, is a 400 `invalid_json` naming `what` (the parser recurses per level: nesting past its
+    limit is refused, not a 500; an integer past Python's 4,300 digits is refused as well)."""
     try:
-        parsed = json.loads(raw)
+        return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise APIError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+        raise APIError(400, f"{what} is not valid JSON: {exc}", code="invalid_json") from exc
     except RecursionError as exc:
-        raise APIError(400, "request body is nested too deeply", code="invalid_json") from exc
+        raise APIError(400, f"{what} is nested too deeply", code="invalid_json") from exc
+    except ValueError as exc:  # int(): "Exceeds the limit (4300 digits) for integer string conversion"
+        message = f"{what} holds a number of more than {sys.get_int_max_str_digits()} digits"
+        raise APIError(400, message, code="invalid_json") from exc
+
+
+def parse_json_object(raw: bytes) -> dict[str, Any]:
+    """A JSON body that must be an object; anything else is a 400 `invalid_json` (`decode_json`)."""
+    parsed = decode_json(raw)
     if not isinstance(parsed, dict):
         raise APIError(400, "request body must be a JSON object", code="invalid_json")
     return parsed

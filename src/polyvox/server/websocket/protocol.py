@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.server.errors import APIError, DeadlineExceeded, error_body, from_backend_error
 from polyvox.server.protocol import Number
+from polyvox.server.speech.parsing import decode_json
 from polyvox.server.voice_routes.voices import voice_api_error
 from polyvox.voices.errors import VoiceError
 
@@ -61,11 +62,9 @@ def parse_message(message: Mapping[str, Any]) -> tuple[str | None, Any]:
     if message.get("text") is None:
         raise ProtocolError("send JSON text messages; binary frames carry only server audio")
     try:
-        data = json.loads(message["text"])
-    except json.JSONDecodeError as exc:
-        raise ProtocolError(f"message is not valid JSON: {exc}", code="invalid_json") from exc
-    except RecursionError as exc:  # the parser recurses per level of nesting
-        raise ProtocolError("message is nested too deeply", code="invalid_json") from exc
+        data = decode_json(message["text"], "message")
+    except APIError as exc:
+        raise ProtocolError.of(exc) from exc
     return (data.get("type") if isinstance(data, dict) else None), data
 
 
