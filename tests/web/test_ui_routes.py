@@ -72,3 +72,24 @@ def test_ui_voices_gives_every_voices_details_in_one_answer_and_only_with_a_key(
     ]
     assert answer["data"] == one_by_one
     assert answer["default"] == "alloy"
+
+
+def test_ui_voices_needs_the_voices_scope_as_the_voice_routes_do(serve):
+    url = serve(admin_api_keys=["admin-key"])
+    admin = {"Authorization": "Bearer admin-key"}
+
+    def named(scopes: list[str]) -> dict[str, str]:
+        made = httpx.post(
+            url + "/admin/keys", json={"name": "-".join(scopes), "scopes": scopes}, headers=admin
+        )
+        return {"Authorization": f"Bearer {made.json()['key']}"}
+
+    speech_only, voices = named(["speech"]), named(["voices"])
+    for path in ("/v1/audio/voices/alloy", "/ui/voices"):
+        refused = httpx.get(url + path, headers=speech_only)
+        assert refused.status_code == 403, path
+        assert refused.json()["error"]["code"] == "insufficient_scope"
+        assert httpx.get(url + path, headers=voices).status_code == 200
+    assert (
+        httpx.get(url + "/ui/config", headers=speech_only).status_code == 200
+    )  # what the page needs to speak

@@ -4,8 +4,10 @@ engine can do) and `GET /ui/voices` (every voice with its details, in one answer
 
 The page and its assets are static and open (`auth.OPEN_PATHS`, `auth.OPEN_PREFIXES`); every API call
 the page makes carries the key its user enters, so `/ui/config` and `/ui/voices` need a key like any
-API route. The voice lists (`GET /v1/audio/voices`, `/v1/voices`) stay names only: `public_model_list`
-opens them without a key, and a voice's details (its transcript) are not for everyone."""
+API route, and the scopes of the routes whose answers they repeat: `/ui/voices` shows what
+`GET /v1/audio/voices/{id}` does, so a named key needs the `voices` scope for it. The voice lists
+(`GET /v1/audio/voices`, `/v1/voices`) stay names only: `public_model_list` opens them without a key,
+and a voice's details (its transcript) are not for everyone."""
 
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ from pydantic import BaseModel, Field
 from starlette.staticfiles import StaticFiles
 
 from polyvox.server.deps import get_service
+from polyvox.server.errors import APIError
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.synthesis import SpeechService
+from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.ownership import visible_voices
 from polyvox.server.voice_routes.voices import get_fresh_registry
 from polyvox.voices.detail import VoiceDetail
@@ -98,7 +102,15 @@ async def playground_config(service: SpeechService = Depends(get_service)) -> Pl
     )
 
 
-@router.get("/ui/voices", response_model=PlaygroundVoices)
+def voices_scope(request: Request) -> None:
+    """403 for a named key without the `voices` scope, as the voice routes answer it (`auth`)."""
+    key = caller_of(request).key
+    if key is not None and not key.allows("voices"):
+        path = request.url.path
+        raise APIError(403, f"GET {path} needs a key with the 'voices' scope", code="insufficient_scope")
+
+
+@router.get("/ui/voices", response_model=PlaygroundVoices, dependencies=[Depends(voices_scope)])
 async def playground_voices(
     request: Request,
     service: SpeechService = Depends(get_service),
