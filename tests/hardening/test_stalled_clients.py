@@ -123,3 +123,20 @@ def test_sigterm_does_not_wait_for_bodies_that_stall() -> None:
         for sock in bodies:
             assert b" 500 " not in read_until_closed(sock, MARGIN_S)  # closed, never a 500
     assert "Traceback" not in log and "ERROR" not in log, log
+
+
+def test_a_drain_cuts_bodies_that_stall_at_once() -> None:
+    """30 requests that declare a body and send none, then SIGTERM with a drain (600 s) and a read
+    deadline (600 s) longer than the test waits: each is answered 503 `shutting_down` with its
+    connection closed, and the server exits 0 without waiting for them."""
+    flags = ("--no-cache-enabled", "--log-level", "warning", "--shutdown-grace-s", "600")
+    with polyvox_serve(*flags, "--request-read-timeout-s", "600") as (proc, url):
+        stalled = [partial_request(url, "/v1/audio/speech", "application/json", b"", 100) for _ in range(30)]
+        assert _speak(url, 0) > 0.5
+        log = _stop(proc)
+    for sock in stalled:
+        answer = read_until_closed(sock, MARGIN_S)
+        status, error = status_and_error(answer)
+        assert (status, error["code"]) == (503, "shutting_down"), answer
+        assert header(answer, "connection") == "close" and header(answer, "retry-after") == "5"
+    assert "Traceback" not in log and "ERROR" not in log, log

@@ -191,7 +191,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     fresh_reads.install(app, copy)  # reads see what any server sharing the state wrote (inside auth)
     app.add_middleware(StreamLimitMiddleware)  # a named key's streams (inside auth, which names it)
     app.add_middleware(AuthMiddleware)
-    app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s)
+    app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s, lifecycle=lifecycle)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
     install_compat_metrics(app, metrics)  # metrics_compat's request counts, beside polyvox's
     app.add_middleware(RequestIdMiddleware)

@@ -7,7 +7,10 @@ uploads, a route's own streaming read) without buffering it; its headers' deadli
 `server.connections`' (the app sees a request only once they are in). While the body is incomplete,
 each `receive` waits only until the deadline and then raises `BodyReadTimeout`, which `server.errors`
 answers (408 with `Connection: close`); once the body is in, `receive` is passed through untouched
-(a streaming answer listens on it for the client's disconnect for as long as it runs)."""
+(a streaming answer listens on it for the client's disconnect for as long as it runs).
+
+A drain cuts a body still on its way at once (`Lifecycle.bodies_cut`): its request is answered 503
+`shutting_down` with `Connection: close`, as a new one would be, and no longer holds the drain."""
 
 from __future__ import annotations
 
@@ -16,13 +19,36 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from polyvox.server.errors import BodyReadTimeout, body_timeout_error, error_response
+from polyvox.server.errors import (
+    APIError,
+    BodyReadTimeout,
+    body_timeout_error,
+    error_response,
+    shutting_down_error,
+)
+from polyvox.server.lifecycle.draining import Lifecycle
+
+
+async def _until_cut(receive: Receive, cut: asyncio.Event) -> Message:
+    """The next message, unless `cut` is set first (APIError 503); a message already there wins."""
+    receiving = asyncio.ensure_future(receive())
+    cutting = asyncio.ensure_future(cut.wait())
+    try:
+        await asyncio.wait((receiving, cutting), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (receiving, cutting):
+            if not task.done():
+                task.cancel()
+    if receiving.done():
+        return receiving.result()
+    raise shutting_down_error(close=True)
 
 
 class BodyDeadlineMiddleware:
-    def __init__(self, app: ASGIApp, timeout_s: float):
+    def __init__(self, app: ASGIApp, timeout_s: float, lifecycle: Lifecycle):
         self.app = app
         self.timeout_s = timeout_s
+        self.lifecycle = lifecycle
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -39,7 +65,7 @@ class BodyDeadlineMiddleware:
             try:
                 # A message already there is returned even past the deadline (no wait, no timeout).
                 async with asyncio.timeout(deadline - time.monotonic()):
-                    message = await receive()
+                    message = await _until_cut(receive, self.lifecycle.bodies_cut)
             except TimeoutError:
                 raise BodyReadTimeout(self.timeout_s) from None
             body_complete = message["type"] != "http.request" or not message.get("more_body", False)
@@ -52,8 +78,9 @@ class BodyDeadlineMiddleware:
 
         try:
             await self.app(scope, receive_by_deadline, send_tracked)
-        except BodyReadTimeout as exc:
+        except (BodyReadTimeout, APIError) as exc:
             # Escaped the app's handlers: a receive outside a route (a disconnect listener on a body
             # nobody read). Answer it here if nothing was sent; otherwise the cut connection says it.
             if not started:
-                await error_response(body_timeout_error(exc))(scope, receive, send)
+                error = body_timeout_error(exc) if isinstance(exc, BodyReadTimeout) else exc
+                await error_response(error)(scope, receive, send)

@@ -88,6 +88,13 @@ def body_timeout_error(exc: BodyReadTimeout) -> APIError:
     return APIError(408, str(exc), code="request_timeout", headers={"Connection": "close"})
 
 
+def shutting_down_error(*, close: bool = False) -> APIError:
+    """503 while the server drains: for a new request, and (`close`: the connection closed after it)
+    for one whose body was still on its way when the drain began."""
+    headers = {"Retry-After": "5", **({"Connection": "close"} if close else {})}
+    return APIError(503, "the server is shutting down", code="shutting_down", headers=headers)
+
+
 def error_type(status_code: int) -> str:
     if status_code >= 500:
         return "server_error"
@@ -161,6 +168,8 @@ def install_error_handlers(app: FastAPI) -> None:
             return await on_body_timeout(request, exc.__cause__)
         if isinstance(exc.__cause__, ClientDisconnect):
             return await on_disconnect(request, exc.__cause__)
+        if isinstance(exc.__cause__, APIError):  # a body read cut by the drain (`server.body_deadline`)
+            return await on_api_error(request, exc.__cause__)
         message = exc.detail if isinstance(exc.detail, str) else "request failed"
         if exc.status_code == 404 and exc.detail == "Not Found":
             message = f"no route {request.method} {request.url.path}"

@@ -8,7 +8,9 @@ A second SIGTERM, or SIGINT, skips the wait.
 
 A request is in flight from the moment it is accepted: while its body is read, while it waits for a
 builtin voice's first-use freeze, in the admission queue, and while it runs (`Lifecycle.accepting`
-counts it until it holds an admission slot, which counts it from then on).
+counts it until it holds an admission slot, which counts it from then on). A body still on its way
+when the drain begins is not waited for: `server.body_deadline` answers its request 503 at once
+(`Lifecycle.bodies_cut`), so a client that declares a body and stalls cannot hold the drain.
 
 An engine that fails its first start stops the server too (`DrainingServer.failure`): the process
 exits non-zero instead of answering 503 forever.
@@ -16,6 +18,7 @@ exits non-zero instead of answering 503 forever.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import signal
@@ -38,6 +41,8 @@ class Lifecycle:
         self.draining = False
         self.drain_deadline = 0.0
         self.accepted = 0  # requests accepted that hold no admission slot yet
+        # Set on the event loop once draining (a signal handler cannot wake the loop's waiters).
+        self.bodies_cut = asyncio.Event()
 
     @contextlib.contextmanager
     def accepting(self) -> Iterator[float]:
@@ -119,6 +124,8 @@ class DrainingServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
     async def on_tick(self, counter: int) -> bool:
+        if self.lifecycle.draining:
+            self.lifecycle.bodies_cut.set()
         if not self.should_exit and self.lifecycle.drained(self.busy):
             if self.on_drained():
                 log.info("drained: shutting down")

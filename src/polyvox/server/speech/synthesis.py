@@ -37,7 +37,7 @@ from polyvox.backends.text_pipeline import PieceStream
 from polyvox.cache import AudioStore
 from polyvox.logs import request_id_var
 from polyvox.server import access_log, tracing
-from polyvox.server.errors import APIError, DeadlineExceeded
+from polyvox.server.errors import APIError, DeadlineExceeded, shutting_down_error
 from polyvox.server.lifecycle.draining import Lifecycle
 from polyvox.server.lifecycle.idle_unload import ColdStart
 from polyvox.server.metrics import Metrics
@@ -116,9 +116,7 @@ class SpeechService:
         from then on); yields the moment it was accepted, where its deadline starts. A drain waits for
         what was accepted before it began, and lets it run to its end."""
         if self.lifecycle.draining:
-            raise APIError(
-                503, "the server is shutting down", code="shutting_down", headers={"Retry-After": "5"}
-            )
+            raise shutting_down_error()
         with self.lifecycle.accepting() as accepted_at:
             yield accepted_at
 
