@@ -26,6 +26,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from polyvox.server.app_state import app_state
     from polyvox.server.connections import uvicorn_config
     from polyvox.server.lifecycle.draining import DrainingServer
+    from polyvox.server.multi_api.ports import bound_socket
     from polyvox.server.tenancy.key_store import named_keys_exist
     from polyvox.settings.errors import files_named_by
 
@@ -33,15 +34,18 @@ def run_serve(args: argparse.Namespace) -> int:
     log_config = setup_logging(settings.log_level, settings.log_format)
     if settings.api_server_count > 1:
         return _serve_many(settings)
-    with files_named_by(settings):
-        app = create_app(settings)
-    state = app_state(app)
-    info = state.backend.info
-    log.info("serving %s (model %s) on http://%s:%d", info.name, info.model_id, settings.host, settings.port)
-    _warn_if_open(settings, state.keyring.open and not named_keys_exist(settings))
-    config = uvicorn_config(app, settings, log_config, host=settings.host, port=settings.port)
-    server = DrainingServer.serving(app, config)
-    server.run()
+    listener = bound_socket(settings.host, settings.port)  # a port taken is one line, before anything loads
+    with listener:
+        with files_named_by(settings):
+            app = create_app(settings)
+        state = app_state(app)
+        info = state.backend.info
+        port = listener.getsockname()[1]
+        log.info("serving %s (model %s) on http://%s:%d", info.name, info.model_id, settings.host, port)
+        _warn_if_open(settings, state.keyring.open and not named_keys_exist(settings))
+        config = uvicorn_config(app, settings, log_config)  # handed its socket
+        server = DrainingServer.serving(app, config)
+        server.run(sockets=[listener])
     if server.failure is not None:
         raise StartupError(f"the engine failed to start: {server.failure}")
     return 0
