@@ -2,14 +2,17 @@
 each API process (`uvicorn_config`), with an HTTP/1.1 protocol that puts a deadline on a request's head
 and does not wait, at shutdown, for bodies still on their way.
 
-uvicorn bounds an idle keep-alive connection (`timeout_keep_alive`, 5 s) and the size of a head (h11's
-16 KiB), but not the time a head takes to arrive: a connection that sends part of its headers and
-stalls, or sends nothing, is held for ever (Slowloris). `DeadlineProtocol` closes it
-`request_read_timeout_s` after it opened or after its next head began, with a 408 when part of a head
-came, as nginx's `client_header_timeout` does in front of an application server; the body's deadline
-is `server.body_deadline`'s. When the server shuts down (after the drain), a request still sending its
-body will not be served: its connection is closed at once (its handler sees a disconnect) instead of
-being cancelled, with a traceback and a 500, when uvicorn's own wait runs out.
+uvicorn bounds an idle keep-alive connection (`timeout_keep_alive`, 5 s), but not the time a head takes
+to arrive: a connection that sends part of its headers and stalls, or sends nothing, is held for ever
+(Slowloris). `DeadlineProtocol` closes it `request_read_timeout_s` after it opened or after its next
+head began, with a 408 when part of a head came, as nginx's `client_header_timeout` does in front of
+an application server; the body's deadline is `server.body_deadline`'s. A head over 16 KiB
+(`server.head_size`) is answered 431 in OpenAI's shape; the connection is then closed gently (what the
+client still sends is read and dropped for up to `LINGER_S`, as nginx's lingering close does), so the
+client reads the answer instead of a TCP reset. When the server shuts down (after the drain), a
+request still sending its body will not be served: its connection is closed at once (its handler
+sees a disconnect) instead of being cancelled, with a traceback and a 500, when uvicorn's own wait
+runs out.
 
 The protocol is uvicorn's h11 one even where httptools is installed: one implementation to bound and
 test, and parsing a head costs nothing next to synthesising speech."""
@@ -27,11 +30,13 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from polyvox.server.errors import error_body
+from polyvox.server.head_size import HeadMeter
 from polyvox.settings import Settings
 
 log = logging.getLogger(__name__)
 
 GRACEFUL_SHUTDOWN_S = 5  # after the drain: how long uvicorn waits for connections before cancelling
+LINGER_S = 2.0  # after a 431: how long the rest of the head is read and dropped before closing
 
 
 class DeadlineProtocol(H11Protocol):
@@ -44,9 +49,16 @@ class DeadlineProtocol(H11Protocol):
         super().connection_made(transport)
         self._head_timer: asyncio.TimerHandle | None = None
         self._head_begun = False  # some of the awaited head has arrived
+        self._head_meter = HeadMeter()
+        self._refused = False  # answered 431: what still comes is dropped until the connection closes
         self._arm()
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        if self.conn.their_state is h11.IDLE and self._head_meter.too_large(data):
+            self._refuse_head()
+            return
         super().data_received(data)
         if self.conn.their_state is h11.IDLE:  # still waiting for a whole head: the clock runs
             self._head_begun = True
@@ -88,14 +100,30 @@ class DeadlineProtocol(H11Protocol):
 
     def _send_408(self) -> None:
         message = f"request headers not received within {self.head_timeout_s:g} s (request_read_timeout_s)"
-        body = json.dumps(error_body(message, "invalid_request_error", code="request_timeout")).encode()
+        self._send_error(408, b"Request Timeout", message, "request_timeout")
+
+    def _refuse_head(self) -> None:
+        limit = self._head_meter.limit
+        log.info("request head over %d bytes: 431, connection closed", limit)
+        self._disarm()
+        self._refused = True
+        message = f"request line and headers exceed {limit // 1024} KiB"
+        self._send_error(431, b"Request Header Fields Too Large", message, "headers_too_large")
+        if self.transport.can_write_eof():
+            self.transport.write_eof()  # the answer, then our end closed; theirs is read until it closes
+            self.loop.call_later(LINGER_S, self.transport.close)
+        else:
+            self.transport.close()
+
+    def _send_error(self, status: int, reason: bytes, message: str, code: str) -> None:
+        body = json.dumps(error_body(message, "invalid_request_error", code=code)).encode()
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
             (b"connection", b"close"),
         ]
         events = [
-            h11.Response(status_code=408, headers=headers, reason=b"Request Timeout"),
+            h11.Response(status_code=status, headers=headers, reason=reason),
             h11.Data(data=body),
             h11.EndOfMessage(),
         ]
