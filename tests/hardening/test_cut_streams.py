@@ -110,7 +110,7 @@ def test_chunked_streams_cut_after_their_first_chunk_leave_nothing_behind(server
     warm(lambda n: speak(url, WARM.format(n=n), response_format=fmt, stream=True), 0)
 
     def cut(n: int) -> None:
-        cut_http(url, {"voice": "alloy", "input": TEXT.format(n=n), "response_format": fmt})
+        cut_http(url, {"voice": "alloy", "input": TEXT.format(n=n), "response_format": fmt, "stream": True})
 
     gives_everything_back(pid, url, lambda: many(cut, 1000 * (FORMATS.index(fmt) + 1)))
 

@@ -87,11 +87,16 @@ def test_the_embedded_voice_streams_sentence_by_sentence_by_default(embedded_url
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_every_format_streamed_by_default_joins_into_one_valid_file(serve, fmt: str) -> None:
+def test_every_format_streamed_joins_into_one_valid_file(serve, fmt: str) -> None:
+    """By default, or asked (FLAC, answered whole by default: see test_default_files_read)."""
     url = serve(FakeBackend(chunk_delay_s=0.01))
     chunks: list[bytes] = []
     with client_for(url).audio.speech.with_streaming_response.create(
-        model="tts-1", voice="alloy", input=TEXT * 2, response_format=fmt
+        model="tts-1",
+        voice="alloy",
+        input=TEXT * 2,
+        response_format=fmt,
+        extra_body={"stream": True} if fmt == "flac" else None,
     ) as response:
         assert "content-length" not in response.headers
         chunks.extend(part for part in response.iter_bytes() if part)

@@ -40,6 +40,9 @@ class AudioFormat:
     bit_rate: int | None = None
     sample_rates: tuple[int, ...] | None = None
     container_options: dict[str, str] = field(default_factory=dict)
+    # Answered as one complete file unless the client asks to stream: a streamed header that cannot
+    # hold the length makes the file unreadable to libsndfile (FLAC's STREAMINFO sample count).
+    whole_by_default: bool = False
 
     def check_rate(self, sample_rate: int) -> int:
         """Return `sample_rate` if this format can carry it, else raise UnsupportedSampleRate."""
@@ -109,6 +112,7 @@ FORMATS: dict[str, AudioFormat] = {
             container="flac",
             codec="flac",
             container_options={"metadata_header_padding": "0"},  # no 8 KiB padding block up front
+            whole_by_default=True,
         ),
         AudioFormat(name="wav", mime_type="audio/wav", extension="wav"),
         AudioFormat(name="pcm", mime_type="audio/pcm", extension="pcm"),

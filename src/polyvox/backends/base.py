@@ -59,13 +59,16 @@ VOICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 class ReferenceAudio:
     """Audio a request clones from: mono float32 samples at `sample_rate`, plus an optional transcript.
 
-    `content_hash` identifies the clip by content (never by a voice's name), for caches.
+    `content_hash` identifies the clip by content (never by a voice's name), for caches. `field` is
+    the request field an engine's refusal of the clip names: the one a one-off clip came in
+    (`ref_audio`, `voice_file`...), `voice` for a stored voice's clip.
     """
 
     samples: np.ndarray
     sample_rate: int
     content_hash: str
     transcript: str | None = None
+    field: str = "voice"
 
 
 @dataclass

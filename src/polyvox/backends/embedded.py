@@ -161,7 +161,7 @@ class EmbeddedBackend(Backend):
             raise BackendInputError(
                 "The embedded voice cannot clone a voice; serve the VoxCPM2 engine "
                 "(polyvox serve --model CHECKPOINT) to clone from reference audio.",
-                param="voice",
+                param=request.reference.field,
                 code="cloning_unsupported",
             )
         if request.voice not in VOICE_STYLES:

@@ -85,7 +85,9 @@ class FakeBackend(Backend):
             raise BackendInputError("this engine cannot speak that text", param="input", code="unspeakable")
         if request.reference is not None and not self.info.capabilities.cloning:
             raise BackendInputError(
-                "the fake engine cannot clone voices", param="voice", code="cloning_unsupported"
+                "the fake engine cannot clone voices",
+                param=request.reference.field,
+                code="cloning_unsupported",
             )
 
     def duration_s(self, request: SynthesisRequest) -> float:

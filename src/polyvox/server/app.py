@@ -30,6 +30,7 @@ from polyvox.server.lifecycle.idle_unload import cold_start_for, watch_idle
 from polyvox.server.lifecycle.supervisor import BackendSupervisor
 from polyvox.server.lifecycle.warmup import warm_up
 from polyvox.server.metrics import MetricsMiddleware
+from polyvox.server.path_slashes import MergeSlashesMiddleware
 from polyvox.server.request_id import RequestIdMiddleware
 from polyvox.server.speech import route as speech_route
 from polyvox.server.speech.caching import open_store
@@ -195,4 +196,5 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
     install_compat_metrics(app, metrics)  # metrics_compat's request counts, beside polyvox's
     app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(MergeSlashesMiddleware)  # `/v1//audio/speech` as `/v1/audio/speech`, before all
     return app

@@ -7,6 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+# OpenAI's `created_at` for a builtin voice, which no one created at a time of its own: a fixed moment
+# (polyvox's first commit), the same on every server, replica and restart.
+BUILTIN_CREATED_AT = 1_795_999_839
+
 
 class VoiceDetail(BaseModel):
     """One voice, as `GET/POST /v1/audio/voices[/{id}]` show it (and the voice lists name it)."""
@@ -32,9 +36,13 @@ class VoiceDetail(BaseModel):
     @classmethod
     def of(cls, voice_id: str, source: str, *, label: str | None = None, **fields: Any) -> VoiceDetail:
         """The voice `voice_id` from `source`: its display name is its label, else its id (a builtin
-        one capitalised); a designed voice is OpenAI's `prompt` type, a builtin one has none."""
+        one capitalised); a designed voice is OpenAI's `prompt` type, others `audio_sample` unless
+        `type` says (a builtin voice that is a voice design); a builtin one was created at
+        `BUILTIN_CREATED_AT`."""
         name = label or (voice_id.capitalize() if source == "builtin" else voice_id)
-        kind = {"builtin": None, "adapter": None, "designed": "prompt"}.get(source, "audio_sample")
+        kind = fields.pop("type", None) or ("prompt" if source == "designed" else "audio_sample")
         created = fields.get("created")
         created_at = int(created) if created is not None else None
+        if source == "builtin":
+            created_at = BUILTIN_CREATED_AT
         return cls(id=voice_id, source=source, name=name, type=kind, created_at=created_at, **fields)

@@ -230,7 +230,15 @@ class VoiceRegistry:
             described = backend.info.voice_descriptions.get(name) if backend is not None else None
             design = self.builtins.get(name)
             designed = design.description if design else None
-            return VoiceDetail.of(name, "builtin", description=described or designed)
+            # A builtin voice of an engine with voice design is spoken from its design: OpenAI's prompt.
+            designs = backend is not None and backend.info.capabilities.voice_design and designed
+            return VoiceDetail.of(
+                name,
+                "builtin",
+                description=described or designed,
+                type="prompt" if designs else "audio_sample",
+                prompt=designed if designs else None,
+            )
         adapter = backend.adapters().get(name) if backend is not None else None
         if adapter is not None:
             return VoiceDetail.of(name, "adapter", description=f"LoRA adapter, rank {adapter.rank}")

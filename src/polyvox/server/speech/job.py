@@ -13,8 +13,9 @@ from polyvox.cache import CachedAudio
 from polyvox.server.protocol import SpeechUsage
 
 # Usage accounting for SSE `speech.audio.done`: input tokens are the characters spoken, as the text
-# front end prepared them (engines do not share a tokenizer); without a front end, characters of
-# input. Output tokens are 20 ms audio frames, i.e. 50 per second of audio.
+# front end prepared them (engines do not share a tokenizer), the same whether the audio came from the
+# engine or the cache; without a front end, characters of input. Output tokens are 20 ms audio
+# frames, i.e. 50 per second of audio.
 OUTPUT_TOKENS_PER_SECOND = 50
 
 
@@ -35,7 +36,6 @@ class SpeechJob:
     cache_key: str | None = None
     cached: CachedAudio | None = None
     admitted: bool = False
-    spoken_chars: int | None = None  # characters the text front end handed the engine, when it ran
 
     @property
     def route(self) -> str:
@@ -52,7 +52,8 @@ class SpeechJob:
         return self.fmt.content_type(self.out_rate)
 
     def usage(self) -> SpeechUsage:
-        input_tokens = len(self.request.text) if self.spoken_chars is None else self.spoken_chars
+        pieces = self.request.pieces  # prepared by the text front end before the cache lookup
+        input_tokens = len(self.request.text) if pieces is None else sum(len(piece) for piece in pieces)
         # Rounded first: seconds summed chunk by chunk carry float error (0.96 s must not count 49 frames).
         output_tokens = math.ceil(round(self.audio_seconds * OUTPUT_TOKENS_PER_SECOND, 6))
         return SpeechUsage(

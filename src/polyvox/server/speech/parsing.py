@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -46,8 +47,9 @@ async def _reference(
     data: bytes, param: str, transcript: str | None, limits: ClipLimits, rate: int
 ) -> ReferenceAudio:
     """The clip checked (decodes, length, not silent; a VoiceError otherwise) and decoded to `rate` off
-    the loop."""
-    return await anyio.to_thread.run_sync(load_clip, data, limits, rate, param, transcript)
+    the loop; an engine that refuses it names `param`, the field it came in."""
+    clip = await anyio.to_thread.run_sync(load_clip, data, limits, rate, param, transcript)
+    return dataclasses.replace(clip, field=param)
 
 
 def _base64_audio(value: str) -> bytes:

@@ -1,6 +1,6 @@
 """How the operator's settings shape what a client asked for: whether a request's `instructions`
 reach the engine (`instructions_mode`, with per-voice exceptions in `instructions_mode_by_voice`),
-and the output rate of a request that names none (`default_sample_rate`).
+the output rate of a request that names none (`default_sample_rate`), and whether an answer streams.
 
 `instructions` dropped here never reach the engine nor the cache key: with `ignore`, a request
 with instructions is the same request as one without.
@@ -8,8 +8,9 @@ with instructions is the same request as one without.
 
 from __future__ import annotations
 
-from polyvox.audio.formats import default_output_rate
+from polyvox.audio.formats import default_output_rate, get_format
 from polyvox.backends.base import BackendInfo
+from polyvox.server.protocol import SpeechRequest
 from polyvox.settings import Settings
 
 
@@ -22,3 +23,15 @@ def instructions_for(settings: Settings, voice: str, instructions: str | None) -
 def default_rate(settings: Settings, backend: BackendInfo) -> int:
     """The output rate of a request that names none, before it is fitted to the format."""
     return default_output_rate(settings.default_sample_rate, backend.sample_rate)
+
+
+def streams(body: SpeechRequest) -> bool:
+    """Whether the answer streams. Asked for (`stream_format`, or `stream` given): as asked. Otherwise
+    it streams, as OpenAI answers, but for a format whose streamed file a common reader cannot read
+    (`whole_by_default`: FLAC, whose streamed STREAMINFO cannot hold its length, which libsndfile
+    needs), answered whole so that the file a client gets by default reads everywhere."""
+    if body.stream_format is not None:
+        return True
+    if "stream" in body.model_fields_set:
+        return body.stream
+    return not get_format(body.response_format).whole_by_default

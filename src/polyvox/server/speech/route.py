@@ -11,6 +11,7 @@ from polyvox.server.deps import get_service
 from polyvox.server.errors import CLIENT_CLOSED
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.parsing import read_speech_request
+from polyvox.server.speech.request_policy import streams
 from polyvox.server.speech.streaming import SpeechStreamResponse, audio_stream, sse_stream
 from polyvox.server.speech.synthesis import ClientGone, SpeechService, until_disconnect
 from polyvox.server.tenancy.metering import charge, record
@@ -58,8 +59,9 @@ async def _speak(
         limit_headers = await charge(request, body)  # the key's per-minute limits (429 past them)
         job = await service.prepare(
             body,
-            # Streamed, as OpenAI answers by default; one whole file only when asked (`stream: false`).
-            stream=body.stream_format is not None or body.stream,
+            # Streamed, as OpenAI answers by default; one whole file when asked (`stream: false`) or
+            # for a format whose streamed file common readers cannot read (FLAC).
+            stream=streams(body),
             accepted_at=accepted_at,
             reference=reference,
             no_cache=_no_cache(request),
@@ -108,7 +110,7 @@ async def _speak(
 @router.post("/v1/audio/speech", openapi_extra=_SPEECH_BODY)
 async def create_speech(request: Request, service: SpeechService = Depends(get_service)) -> Response:
     """Synthesise `input`: chunked audio as it is made (the default, or `stream_format=audio`), SSE
-    (`sse`), or one complete file with Content-Length (`stream: false`)."""
+    (`sse`), or one complete file with Content-Length (`stream: false`, and FLAC unless asked to stream)."""
     return await _speak(request, service)
 
 

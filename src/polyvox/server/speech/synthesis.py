@@ -33,7 +33,6 @@ from polyvox.backends.base import (
     SynthesisRequest,
 )
 from polyvox.backends.errors import AudioLost
-from polyvox.backends.text_pipeline import PieceStream
 from polyvox.cache import AudioStore
 from polyvox.logs import request_id_var
 from polyvox.server import access_log, tracing
@@ -340,7 +339,6 @@ class SpeechService:
                         first = False
                         self._observe_ttfa(job)
                     yield data
-            job.spoken_chars = chunks.characters if isinstance(chunks, PieceStream) else None
             if keep is not None:
                 await self.cache.put(job, keep, in_rate)
             tail = await spans.encoding(self.encode_pool.run(pipeline.finish))
