@@ -1,7 +1,11 @@
 """The connection to the shared-state Redis and its health: every Redis call goes through `call` (a
 blocking client, for threads) or `acall` (an asyncio client, for the event loop), which count
 failures, log each change between reachable and unreachable once, and while Redis is unreachable
-fail at once (no timeout per request) until `check` finds it back."""
+fail at once (no timeout per request) until `check` finds it back.
+
+A Redis that stops answering (frozen, overloaded, a network partition) costs a call at most
+`CONNECT_TIMEOUT_S` to connect and `CALL_TIMEOUT_S` per reply awaited, never retried on a timeout:
+the first call that times out marks it unreachable, and the calls after it fail at once."""
 
 from __future__ import annotations
 
@@ -24,8 +28,8 @@ from polyvox.state.state_format import StateFormatError, ensure_format
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-CONNECT_TIMEOUT_S = 1.0
-CALL_TIMEOUT_S = 3.0
+CONNECT_TIMEOUT_S = 0.5
+CALL_TIMEOUT_S = 0.5
 STATE_ERRORS = "polyvox_state_errors"
 STATE_ERRORS_HELP = "Shared-state operations that failed, or were skipped while the store was unreachable."
 
@@ -77,7 +81,8 @@ class StateConnection:
             socket_timeout=CALL_TIMEOUT_S,
             # Unlike the blocking client's pool, the asyncio one hands out a connection Redis closed
             # (a restart) as it is: one retry on a fresh connection, or a restart reads as an outage.
-            retry=Retry(NoBackoff(), 1),
+            # Not on a timeout: a Redis that does not answer would cost every call twice the timeout.
+            retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
         )
 
     async def aclose(self) -> None:

@@ -31,6 +31,13 @@ class KeyMetrics:
             ["key"],
             registry=r,
         )
+        self.usage_dropped = Counter(
+            "polyvox_usage_dropped",
+            "Speech requests whose usage was lost: its store was away and the rows kept to write "
+            "when it returns had reached their bound.",
+            ["key"],
+            registry=r,
+        )
         self.rate_limited = Counter(
             "polyvox_key_rate_limited",
             "Requests refused by a key's limit (requests, characters or streams).",
@@ -43,6 +50,9 @@ class KeyMetrics:
         self.input_characters.labels(key=row.key_name).inc(row.input_characters)
         self.audio_seconds.labels(key=row.key_name).inc(row.audio_seconds)
         self.cache_hits.labels(key=row.key_name).inc(row.cache_hits)
+
+    def dropped(self, row: UsageRow) -> None:
+        self.usage_dropped.labels(key=row.key_name).inc(row.requests)
 
     def limited(self, key_name: str, which: str) -> None:
         self.rate_limited.labels(key=key_name, limit=which).inc()

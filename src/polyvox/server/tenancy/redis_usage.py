@@ -1,40 +1,56 @@
 """Usage rows in Redis (`state_url`): one hash per day, a field per key, model and count, incremented
-atomically (HINCRBYFLOAT in a MULTI), so every API process and replica adds to the same rows."""
+atomically (HINCRBYFLOAT in a MULTI), so every API process and replica adds to the same rows. Calls go
+through the replica's `StateConnection` (its timeouts; failing at once while Redis is unreachable)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
-import redis
-
-from polyvox.server.tenancy.usage import METRICS, UsageRow
+from polyvox.server.tenancy.usage import METRICS, UsageRow, UsageUnavailable
+from polyvox.state.connection import StateConnection, StateUnavailable
 
 _REDIS_PREFIX = "polyvox:usage:"
 _SEP = "\t"
 
 
 class RedisUsage:
-    def __init__(self, client: redis.Redis):
-        self.client = client
+    def __init__(self, connection: StateConnection):
+        self.connection = connection
 
     @classmethod
     def from_url(cls, url: str) -> RedisUsage:
-        return cls(redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=3.0))
+        connection = StateConnection(url)
+        connection.check()
+        return cls(connection)
 
-    def add(self, row: UsageRow) -> None:
-        day = _REDIS_PREFIX + row.date
-        with self.client.pipeline(transaction=True) as pipe:
-            for metric in METRICS:
-                field = _SEP.join((row.key_name, row.model, metric))
-                pipe.hincrbyfloat(day, field, float(getattr(row, metric)))
-            pipe.execute()
+    def add_rows(self, rows: Sequence[UsageRow]) -> None:
+        def add(client) -> None:
+            with client.pipeline(transaction=True) as pipe:
+                for row in rows:
+                    for metric in METRICS:
+                        field = _SEP.join((row.key_name, row.model, metric))
+                        pipe.hincrbyfloat(_REDIS_PREFIX + row.date, field, float(getattr(row, metric)))
+                pipe.execute()
+
+        try:
+            self.connection.call("usage", add)
+        except StateUnavailable as exc:
+            raise UsageUnavailable(str(exc)) from exc
 
     def rows(self, start: dt.date, end: dt.date, key_name: str | None) -> list[UsageRow]:
         days = [start + dt.timedelta(days=n) for n in range((end - start).days + 1)]
-        with self.client.pipeline(transaction=False) as pipe:
-            for day in days:
-                pipe.hgetall(_REDIS_PREFIX + day.isoformat())
-            found = pipe.execute()
+
+        def read(client) -> list[dict[bytes, bytes]]:
+            with client.pipeline(transaction=False) as pipe:
+                for day in days:
+                    pipe.hgetall(_REDIS_PREFIX + day.isoformat())
+                return pipe.execute()
+
+        try:
+            found = self.connection.call("usage", read)
+        except StateUnavailable as exc:
+            raise UsageUnavailable(str(exc)) from exc
         rows = []
         for day, fields in zip(days, found, strict=True):
             counts: dict[tuple[str, str], dict[str, float]] = {}

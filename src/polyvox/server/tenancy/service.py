@@ -19,6 +19,7 @@ from polyvox.server.tenancy.key_store import open_key_store
 from polyvox.server.tenancy.key_table import KeyTable
 from polyvox.server.tenancy.limits import Limiter, RateLimited, StreamLease, window_headers
 from polyvox.server.tenancy.usage import UsageRow, UsageStore, day_of, open_usage_store
+from polyvox.server.tenancy.usage_writer import UsageWriter
 from polyvox.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -35,16 +36,25 @@ class Tenancy:
     limiter: Limiter
     usage: UsageStore
     metrics: KeyMetrics
+    writer: UsageWriter  # usage written off the request path
 
     @classmethod
     def build(
-        cls, settings: Settings, registry: CollectorRegistry, shared: StateConnection | None
+        cls,
+        settings: Settings,
+        registry: CollectorRegistry,
+        shared: StateConnection | None,
+        keys_required: bool = False,
     ) -> Tenancy:
+        """`keys_required`: the settings name keys or `require_api_key`; the store's keys may add to
+        that (`KeyTable.at_start`)."""
+        usage, metrics = open_usage_store(settings, shared), KeyMetrics(registry)
         return cls(
-            KeyTable(open_key_store(settings)),
+            KeyTable.at_start(open_key_store(settings), keys_required),
             Limiter(shared),
-            open_usage_store(settings),
-            KeyMetrics(registry),
+            usage,
+            metrics,
+            UsageWriter(usage, metrics.dropped),
         )
 
     async def charge(self, caller: Caller, characters: int) -> dict[str, str]:
@@ -77,7 +87,8 @@ class Tenancy:
     async def record(
         self, caller: Caller, model: str, characters: int, audio_seconds: float, cache_hit: bool
     ) -> None:
-        """One request done: into the usage rows and the per-key counters."""
+        """One request done: into the usage rows (waiting at most `usage_writer.WAIT_S`) and the per-key
+        counters."""
         row = UsageRow(
             caller.name,
             model,
@@ -88,10 +99,7 @@ class Tenancy:
             cache_hits=int(cache_hit),
         )
         self.metrics.record(row)
-        try:
-            await anyio.to_thread.run_sync(self.usage.add, row)
-        except Exception as exc:  # the answer is sent: a store away costs this row, not the request
-            log.warning("usage of key %s not recorded: %s: %s", caller.name, type(exc).__name__, exc)
+        await anyio.to_thread.run_sync(self.writer.add, row)
 
 
 def _too_many(exc: RateLimited) -> APIError:

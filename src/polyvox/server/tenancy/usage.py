@@ -1,19 +1,24 @@
 """Usage per key, per model, per day (UTC): requests, input characters, audio seconds, cache hits.
 Kept where every API process and replica adds to the same rows: an SQLite file in the voices directory
 (`usage.sqlite3`; SQLite serialises writers across processes), or Redis with `state_url`
-(`redis_usage.py`). Blocking calls: the server makes them from a thread."""
+(`redis_usage.py`). Blocking calls: the server makes them from a thread, and writes through
+`usage_writer.UsageWriter`, off the request path."""
 
 from __future__ import annotations
 
 import datetime as dt
 import sqlite3
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from polyvox.settings import Settings
 from polyvox.voices.store import default_voices_dir
+
+if TYPE_CHECKING:
+    from polyvox.state.connection import StateConnection
 
 USAGE_FILE = "usage.sqlite3"
 METRICS = ("requests", "input_characters", "audio_seconds", "cache_hits")
@@ -30,12 +35,18 @@ class UsageRow:
     cache_hits: int = 0
 
 
+class UsageUnavailable(Exception):
+    """The usage store cannot be read or written now; `str()` says where and why."""
+
+
 class UsageStore(Protocol):
-    def add(self, row: UsageRow) -> None:
-        """Add `row`'s counts to the stored row of its key, model and date."""
+    def add_rows(self, rows: Sequence[UsageRow]) -> None:
+        """Add each row's counts to the stored row of its key, model and date, all or none;
+        UsageUnavailable when the store cannot be written now."""
 
     def rows(self, start: dt.date, end: dt.date, key_name: str | None) -> list[UsageRow]:
-        """Rows from `start` to `end` (both included), of one key or (None) all."""
+        """Rows from `start` to `end` (both included), of one key or (None) all; UsageUnavailable when
+        the store cannot be read now."""
 
 
 class SqliteUsage:
@@ -53,17 +64,21 @@ class SqliteUsage:
                 " PRIMARY KEY (key_name, model, date))"
             )
 
-    def add(self, row: UsageRow) -> None:
-        with self._lock, self._db as db:
-            db.execute(
-                "INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key_name, model, date) DO UPDATE"
-                " SET requests = requests + excluded.requests,"
-                " input_characters = input_characters + excluded.input_characters,"
-                " audio_seconds = audio_seconds + excluded.audio_seconds,"
-                " cache_hits = cache_hits + excluded.cache_hits",
-                (row.key_name, row.model, row.date, row.requests, row.input_characters, row.audio_seconds,
-                 row.cache_hits),
-            )  # fmt: skip
+    def add_rows(self, rows: Sequence[UsageRow]) -> None:
+        try:
+            with self._lock, self._db as db:
+                db.executemany(
+                    "INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (key_name, model, date) DO UPDATE"
+                    " SET requests = requests + excluded.requests,"
+                    " input_characters = input_characters + excluded.input_characters,"
+                    " audio_seconds = audio_seconds + excluded.audio_seconds,"
+                    " cache_hits = cache_hits + excluded.cache_hits",
+                    [(row.key_name, row.model, row.date, row.requests, row.input_characters,
+                      row.audio_seconds, row.cache_hits) for row in rows],
+                )  # fmt: skip
+        except sqlite3.Error as exc:
+            raise UsageUnavailable(f"{self.path}: {exc}") from exc
 
     def rows(self, start: dt.date, end: dt.date, key_name: str | None) -> list[UsageRow]:
         query = "SELECT * FROM usage WHERE date >= ? AND date <= ?"
@@ -71,8 +86,11 @@ class SqliteUsage:
         if key_name is not None:
             query += " AND key_name = ?"
             args.append(key_name)
-        with self._lock:
-            found = self._db.execute(query + " ORDER BY date, key_name, model", args).fetchall()
+        try:
+            with self._lock:
+                found = self._db.execute(query + " ORDER BY date, key_name, model", args).fetchall()
+        except sqlite3.Error as exc:
+            raise UsageUnavailable(f"{self.path}: {exc}") from exc
         return [UsageRow(*row) for row in found]
 
 
@@ -80,12 +98,13 @@ def day_of(when: float) -> str:
     return dt.datetime.fromtimestamp(when, dt.UTC).date().isoformat()
 
 
-def open_usage_store(settings: Settings) -> UsageStore:
-    """Redis' when `state_url` is set (every replica adds to it), else the voices directory's file."""
+def open_usage_store(settings: Settings, connection: StateConnection | None = None) -> UsageStore:
+    """Redis' when `state_url` is set (every replica adds to it; through the replica's `connection`,
+    its timeouts and its health, when given), else the voices directory's file."""
     if settings.state_url:
         from polyvox.server.tenancy.redis_usage import RedisUsage
 
-        return RedisUsage.from_url(settings.state_url)
+        return RedisUsage(connection) if connection is not None else RedisUsage.from_url(settings.state_url)
     root = settings.voices_dir or default_voices_dir()
     root.mkdir(parents=True, exist_ok=True)
     return SqliteUsage(root / USAGE_FILE)

@@ -1,6 +1,7 @@
 """`GET /v1/usage?start=&end=`: usage rows per key, per model, per day; a key sees its own, an admin
 key every key's. `start` and `end` are dates (YYYY-MM-DD, UTC) or Unix times, both included; unset,
-today."""
+today. While the store cannot be read (Redis unreachable) it answers 503 `usage_unavailable` saying
+why; what this process could not write meanwhile is kept and written when it returns (`usage_writer`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError
 from polyvox.server.tenancy.caller import caller_of
+from polyvox.server.tenancy.usage import UsageUnavailable
 
 router = APIRouter(tags=["usage"])
 MAX_DAYS = 366
@@ -55,5 +57,10 @@ async def usage(request: Request, start: str | None = None, end: str | None = No
         raise APIError(400, f"end: from start, at most {MAX_DAYS} days", param="end", code="invalid_value")
     caller = caller_of(request)
     store = app_state(request.app).tenancy.usage
-    rows = await anyio.to_thread.run_sync(store.rows, first, last, None if caller.admin else caller.name)
+    try:
+        rows = await anyio.to_thread.run_sync(store.rows, first, last, None if caller.admin else caller.name)
+    except UsageUnavailable as exc:
+        raise APIError(
+            503, f"usage cannot be read now: {exc}", code="usage_unavailable", headers={"Retry-After": "5"}
+        ) from exc
     return UsageList(data=[UsageItem(**vars(row)) for row in rows])
