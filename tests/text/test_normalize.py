@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import threading
 
 import pytest
@@ -126,3 +127,37 @@ def test_normalisers_are_safe_to_share_between_threads():
     for thread in threads:
         thread.join()
     assert results == [expected * 3] * 4
+
+
+def test_a_unit_written_inside_chinese_stays_with_the_chinese_reading():
+    assert language_runs("速度120km/h。") == [("zh", "速度120km/h。")]
+    assert normalize_text("速度120km/h。") == "速度每小时一百二十公里。"
+
+
+def test_a_number_written_against_a_chinese_character_is_read_in_chinese():
+    runs = language_runs("Apple sold 200万 iPhones.")
+    assert runs[0] == ("en", "Apple sold ")
+    assert runs[1][0] == "zh" and runs[1][1].startswith("200万")
+    assert "two hundred" not in normalize_text("Apple sold 200万 iPhones.")
+
+
+def test_a_mostly_english_line_reads_its_short_english_bits_in_english():
+    spoken = normalize_text("I paid $5 for 北京烤鸭 in 2024.")
+    assert spoken == "I paid five dollars for 北京烤鸭 in twenty twenty four."
+
+
+def test_digits_with_chinese_punctuation_only_are_chinese():
+    assert normalize_text("1/2。") == "二分之一。"
+    assert normalize_text("1/2.") == "one half."
+
+
+def test_without_num2words_english_numbers_still_reach_the_grammar(monkeypatch, caplog):
+    import polyvox.text.normalize as normalize
+
+    for name in ("polyvox.text.english_rules", "polyvox.text.english_words"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setitem(sys.modules, "num2words", None)
+    monkeypatch.setattr(normalize, "_no_english_rules", False)
+    with caplog.at_level("WARNING"):
+        assert normalize_text("I have 3 apples.") == "I have three apples."
+    assert "num2words is not installed" in caplog.text

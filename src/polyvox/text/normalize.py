@@ -1,14 +1,19 @@
 """Text normalisation for speech: numbers, dates, money and units written out as words, and a space
 between Chinese and Latin runs.
 
-The spelling-out is WeTextProcessing's `wetext` (the `text` extra), with its Chinese and English
-grammars. Mixed text is normalised run by run: a stretch without Chinese characters that holds at
-least two Latin words ("Apple sold 200 million iPhones") goes to the English grammar, everything
-else (Chinese, and short Latin bits inside Chinese such as "3.5kg" or "iPhone 15") to the Chinese
-one, which reads numbers the Chinese way and leaves Latin words alone. Korean is left as it is
-(there is no Korean grammar, and Chinese numerals would be wrong in it). Text is fed to `wetext` a
-sentence at a time because its cost grows faster than linearly with length. Without `wetext`
-installed only the spacing is applied.
+Mixed text is normalised run by run: a stretch without Chinese characters that holds at least two
+whitespace-separated Latin words ("Apple sold 200 million iPhones"), or one in a line with at least
+as many Latin words as Chinese characters ("I paid $5 for 北京烤鸭 in 2024"), is English, everything else
+(Chinese, and short Latin bits inside Chinese such as "3.5kg", "120km/h" or "iPhone 15") Chinese,
+which reads numbers the Chinese way and leaves Latin words alone; a number written against a
+Chinese character ("200万") goes with the Chinese side. A line with no Chinese character is English
+unless it holds only digits, signs and Chinese punctuation ("1/2。"). English runs are read by
+`polyvox.text.english_rules` (money, dates, times, phone numbers...) and then by WeTextProcessing's
+`wetext` English grammar (abbreviations such as "Dr.", "&"); Chinese runs by `wetext`'s Chinese
+grammar after the few fixes in `polyvox.text.chinese_rules`. Korean is left as it is (there is no
+Korean grammar, and Chinese numerals would be wrong in it). Text is fed to `wetext` a sentence at a
+time because its cost grows faster than linearly with length. Without the `text` extra (`wetext`,
+`num2words`) only the spacing is applied.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import re
 import threading
 from typing import Literal
 
+from polyvox.text.chinese_rules import prepare_chinese
 from polyvox.text.split import clause_ends, sentence_ends
 
 Lang = Literal["zh", "en"]
@@ -29,7 +35,9 @@ _CJK_CHAR = re.compile(f"[{_CJK}]")
 _HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
 # Runs free of CJK letters and of full-width CJK punctuation (the Chinese side keeps those).
 _NON_CJK_RUN = re.compile(f"[^{_CJK}\u3000-\u303f\uff00-\uffef]+")
-_LATIN_WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+_CJK_PUNCTUATION = re.compile("[\u3000-\u303f\uff00-\uffef]")
+_LATIN_LETTER = re.compile("[A-Za-z]")
+_TRAILING_NUMBER = re.compile(r"[-+]?\d[\d,.]*$")
 _HAN_KANA = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # Korean has spaces of its own
 _CJK_THEN_LATIN = re.compile(f"([{_HAN_KANA}])(?=[A-Za-z0-9])")
 _LATIN_THEN_CJK = re.compile(f"([A-Za-z0-9])(?=[{_HAN_KANA}])")
@@ -41,19 +49,11 @@ _FULL_WIDTH_ALNUM = {
     code: code - 0xFEE0 for code in (*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B))
 }
 
-# English-side fixes for readings the grammar gets wrong: "1,234" loses its "one", "$5.50" becomes
-# "five point five dollars". Amounts followed by "million" etc. are left to the grammar.
-_THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_CURRENCY = {"$": ("dollar", "dollars", "cent", "cents"), "€": ("euro", "euros", "cent", "cents"),
-             "£": ("pound", "pounds", "penny", "pence")}  # fmt: skip
-_MONEY = re.compile(r"([$€£])(\d+)(?:\.(\d{1,2}))?(?!\d|\.\d|\s*(?:thousand|million|billion|trillion)\b)")
-# Chinese-side fix: the hyphen in "GPT-4" is not a minus sign.
-_LETTER_HYPHEN_DIGIT = re.compile(r"(?<=[A-Za-z])-(?=\d)")
-
 _lock = threading.Lock()
 _normalizers: dict[str, object] = {}
 _call_locks = {"zh": threading.Lock(), "en": threading.Lock()}
 _unavailable = False
+_no_english_rules = False
 
 
 def normalize_text(text: str, lang: Lang | None = None) -> str:
@@ -76,16 +76,27 @@ def space_cjk_latin(text: str) -> str:
 def language_runs(line: str) -> list[tuple[Lang, str]]:
     """Cut one line into consecutive (language, text) runs for the two grammars; see the module doc."""
     if not _CJK_CHAR.search(line):
-        return [("en", line)]
+        chinese = _CJK_PUNCTUATION.search(line) and not _LATIN_LETTER.search(line)
+        return [("zh" if chinese else "en", line)]
     runs: list[tuple[Lang, str]] = []
     start = 0
+    # In a mostly English line one Latin word makes a run English ("for 北京烤鸭 in 2024"), else two.
+    needed = 1 if _latin_words(line) >= len(_CJK_CHAR.findall(line)) else 2
     for match in _NON_CJK_RUN.finditer(line):
-        if len(_LATIN_WORD.findall(match.group())) >= 2:
+        if _latin_words(match.group()) >= needed:
+            end = match.end()
+            if end < len(line) and _CJK_CHAR.match(line, end):  # "sold 200万": the number is Chinese
+                trailing = _TRAILING_NUMBER.search(match.group())
+                end -= len(trailing.group()) if trailing else 0
             _append_run(runs, "zh", line[start : match.start()])
-            _append_run(runs, "en", match.group())
-            start = match.end()
+            _append_run(runs, "en", line[match.start() : end])
+            start = end
     _append_run(runs, "zh", line[start:])
     return runs
+
+
+def _latin_words(text: str) -> int:
+    return sum(1 for token in text.split() if _LATIN_LETTER.search(token))
 
 
 def _append_run(runs: list[tuple[Lang, str]], lang: Lang, text: str) -> None:
@@ -114,11 +125,11 @@ def _normalize_run(run: str, lang: Lang) -> str:
     if not run:
         return run
     if lang == "en":
-        run = _MONEY.sub(_spell_money, _THOUSANDS_COMMA.sub("", run))
+        run = _read_english(run)
     elif _HANGUL.search(run):
         return run  # Chinese numerals would be wrong in Korean, and there is no Korean grammar
     else:
-        run = _LETTER_HYPHEN_DIGIT.sub(" ", run)
+        run = prepare_chinese(run)
     out = []
     for sentence, separator in grammar_pieces(run):
         out.append(_wetext(sentence, lang) + separator)
@@ -160,14 +171,20 @@ def _cut(text: str, ends: list[int]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _spell_money(match: re.Match[str]) -> str:
-    one, many, one_cent, many_cents = _CURRENCY[match.group(1)]
-    whole = int(match.group(2))
-    spoken = f"{match.group(2)} {one if whole == 1 else many}"
-    cents = int((match.group(3) or "0").ljust(2, "0"))
-    if cents:
-        spoken += f" and {cents} {one_cent if cents == 1 else many_cents}"
-    return spoken
+def _read_english(run: str) -> str:
+    """`run` with its numbers read by the English rules; as it is without `num2words`."""
+    global _no_english_rules
+    try:
+        from polyvox.text.english_rules import read_numbers
+    except ImportError:
+        if not _no_english_rules:
+            _no_english_rules = True
+            log.warning(
+                "num2words is not installed (pip install 'polyvox[text]'): "
+                "English numbers are read by wetext's grammar alone"
+            )
+        return run
+    return read_numbers(run)
 
 
 def _wetext(sentence: str, lang: Lang) -> str:

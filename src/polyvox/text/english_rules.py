@@ -1,0 +1,378 @@
+"""English readings of what is written with digits: money, dates, times, phone numbers and the rest.
+
+`read_numbers` rewrites a run of English text so that no digit is left where a rule knows how a
+person reads it: "$1,234.56" → "one thousand two hundred and thirty four dollars and fifty six
+cents", "the 1990s" → "the nineteen nineties", "555-1234" → "five five five, one two three four".
+The rules run in order, most specific first (a phone number before a range, a date before a
+fraction), and each writes words only, so a later rule never reads an earlier one's output. What is
+left (abbreviations such as "Dr.", "&") goes on to wetext's English grammar.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from polyvox.text import english_tables as tables
+from polyvox.text.english_words import (
+    cardinal,
+    decimal,
+    digits_one_by_one,
+    fraction,
+    is_one,
+    ordinal,
+    year,
+)
+
+Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
+
+_NUM = r"(?:\d{1,3}(?:,\d{3})+|\d+)"
+_AMOUNT = rf"(?:{_NUM}(?:\.\d+)?|\.\d+)"
+_START = r"(?<![\w.,])"  # a number that does not continue a word, a decimal or a grouped number
+_END = r"(?![\w]|[.,]\d)"
+_DASH = r"\s?[-–—~]\s?"
+_SIGNS = {"-": "minus", "−": "minus", "+": "plus", "±": "plus or minus"}
+_SIGN = r"([-−+±]?)"
+_PERIODS = {"mo": "month", "yr": "year", "hr": "hour"}
+_YEAR = r"(?:1\d{3}|20\d{2})"
+_MERIDIEM = r"[AaPp]\.?[Mm]\b\.?"
+
+
+def read_numbers(text: str) -> str:
+    """`text` with every written number a rule covers read out in English words (see module doc)."""
+    for pattern, reader in _RULES:
+        text = pattern.sub(reader, text)
+    return text
+
+
+def _sign(written: str) -> str:
+    return _SIGNS[written] + " " if written else ""
+
+
+def _amount_range(low: str, high: str | None) -> str:
+    return decimal(low) if high is None else f"{decimal(low)} to {decimal(high)}"
+
+
+def _phone(match: re.Match[str]) -> str:
+    groups = re.findall(r"\d+", match.group())
+    spoken = ", ".join(digits_one_by_one(group) for group in groups)
+    return ("plus " if match.group().startswith("+") else "") + spoken
+
+
+def _ip(match: re.Match[str]) -> str:
+    return " dot ".join(digits_one_by_one(part) for part in match.group().split("."))
+
+
+def _version(match: re.Match[str]) -> str:
+    spoken = " point ".join(cardinal(part) for part in match.group(2).split("."))
+    return ("version " if match.group(1) else "") + spoken
+
+
+def _date(month: int, day: int, year_digits: str | None) -> str:
+    spoken = f"{tables.MONTHS[month - 1]} {ordinal(str(day))}"
+    return f"{spoken}, {_year_words(year_digits)}" if year_digits else spoken
+
+
+def _year_words(digits: str) -> str:
+    if len(digits) == 2:  # "'24", "12/25/23"
+        return cardinal(digits) if digits[0] != "0" else "oh " + cardinal(digits[1])
+    return year(digits)
+
+
+def _iso_date(match: re.Match[str]) -> str:
+    year_digits, month, day = match.groups()
+    if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31):
+        return match.group()
+    return _date(int(month), int(day), year_digits)
+
+
+def _slash_date(match: re.Match[str]) -> str:
+    first, second, year_digits = (int(match.group(1)), int(match.group(2)), match.group(3))
+    if first <= 12 and second <= 31:  # month first, as in the US; a first field past 12 is a day
+        return _date(first, second, year_digits)
+    if second <= 12 and first <= 31:
+        return _date(second, first, year_digits)
+    return match.group()
+
+
+def _month_day(match: re.Match[str]) -> str:
+    month, day, year_digits = match.groups()
+    if not 1 <= int(day) <= 31:
+        return match.group()
+    return _date(tables.MONTHS.index(tables.month_name(month)) + 1, int(day), year_digits)
+
+
+def _day_month(match: re.Match[str]) -> str:
+    day, month, year_digits = match.groups()
+    if not 1 <= int(day) <= 31:
+        return match.group()
+    after_the = match.string[: match.start()].rstrip().lower().endswith("the")
+    spoken = f"{'' if after_the else 'the '}{ordinal(day)} of {tables.month_name(month)}"
+    return f"{spoken} {year(year_digits)}" if year_digits else spoken
+
+
+def _plural(words: str) -> str:
+    head, _, last = words.rpartition(" ")
+    last = last[:-1] + "ies" if last.endswith("y") else last + "s"
+    return f"{head} {last}".strip()
+
+
+def _clock(hour: int, minutes: str) -> str:
+    if minutes == "00":
+        return cardinal(str(hour))
+    return f"{cardinal(str(hour))} {'oh ' if minutes[0] == '0' else ''}{cardinal(minutes.lstrip('0') or '0')}"
+
+
+def _time_of_day(match: re.Match[str]) -> str:
+    hour, minutes, letter, dotted = match.groups()
+    if not 1 <= int(hour) <= 12 or (minutes and int(minutes) > 59):
+        return match.group()
+    spoken = f"{_clock(int(hour), minutes or '00')} {letter.upper()}M"
+    rest = match.string[match.end() :].lstrip()
+    ends_sentence = dotted.startswith(".") and (not rest or rest[0].isupper())
+    return spoken + ("." if ends_sentence else "")
+
+
+def _clock_time(match: re.Match[str]) -> str:
+    hour, minutes, seconds = int(match.group(1)), match.group(2), match.group(3)
+    if hour > 24 or int(minutes) > 59 or (seconds and int(seconds) > 59):
+        return match.group()
+    if seconds:  # a duration: "1:30:15"
+        hours = f"{cardinal(str(hour))} {'hour' if hour == 1 else 'hours'}"
+        return f"{hours} {cardinal(minutes)} minutes and {cardinal(seconds)} seconds"
+    if minutes == "00":
+        return f"{cardinal(str(hour))} o'clock" if 1 <= hour <= 12 else f"{cardinal(str(hour))} hundred"
+    return _clock(hour, minutes)
+
+
+def _money_words(amount: str, currency: tables.Currency) -> str:
+    whole, _, fraction_digits = amount.replace(",", "").partition(".")
+    if len(fraction_digits) > 2 or (fraction_digits and currency.cent is None):
+        return f"{decimal(amount)} {currency.many}"
+    cents = int(fraction_digits.ljust(2, "0")) if fraction_digits else 0
+    whole_words = f"{cardinal(whole or '0')} {currency.one if whole == '1' else currency.many}"
+    if not cents:
+        return whole_words
+    cent_words = f"{cardinal(str(cents))} {currency.cent if cents == 1 else currency.cents}"
+    return cent_words if int(whole or "0") == 0 else f"{whole_words} and {cent_words}"
+
+
+def _prefix_money(match: re.Match[str]) -> str:
+    sign, symbol, low, high, magnitude, letter = match.groups()
+    currency = tables.PREFIX_CURRENCIES[symbol]
+    scale = magnitude or letter
+    if scale:
+        return f"{_sign(sign)}{_amount_range(low, high)} {tables.MAGNITUDES[scale]} {currency.many}"
+    if high is not None:
+        return f"{_sign(sign)}{_amount_range(low, high)} {currency.many}"
+    return _sign(sign) + _money_words(low, currency)
+
+
+def _suffix_money(match: re.Match[str]) -> str:
+    sign, low, high, symbol = match.groups()
+    if symbol == "¢":
+        return f"{_sign(sign)}{_amount_range(low, high)} {'cent' if is_one(low) and not high else 'cents'}"
+    currency = tables.SUFFIX_CURRENCIES[symbol]
+    if high is not None:
+        return f"{_sign(sign)}{_amount_range(low, high)} {currency.many}"
+    return _sign(sign) + _money_words(low, currency)
+
+
+def _percent(match: re.Match[str]) -> str:
+    sign, low, high = match.groups()
+    return f"{_sign(sign)}{_amount_range(low, high)} percent"
+
+
+def _unit(match: re.Match[str]) -> str:
+    sign, low, high, unit = match.groups()
+    one, many = tables.UNITS[unit]
+    return f"{_sign(sign)}{_amount_range(low, high)} {one if is_one(low) and high is None else many}"
+
+
+def _ordinal(match: re.Match[str]) -> str:
+    return ordinal(match.group(1))
+
+
+def _vulgar(match: re.Match[str]) -> str:
+    whole, symbol = match.groups()
+    numerator, denominator = tables.VULGAR_FRACTIONS[symbol]
+    return _mixed_number(whole, numerator, denominator)
+
+
+def _mixed_number(whole: str | None, numerator: str, denominator: str) -> str:
+    if not whole:
+        return fraction(numerator, denominator)
+    part = fraction(numerator, denominator)
+    if numerator == "1":
+        part = "a " + part.split(" ", 1)[1]
+    return f"{cardinal(whole)} and {part}"
+
+
+def _mixed_fraction(match: re.Match[str]) -> str:
+    return _mixed_number(*match.groups())
+
+
+def _slash(match: re.Match[str]) -> str:
+    top, bottom = match.groups()
+    if (top, bottom) == ("24", "7"):
+        return "twenty four seven"
+    if top == bottom or "." in top:  # "50/50", "4.5/5"
+        return f"{decimal(top)} {'out of ' if '.' in top else ''}{cardinal(bottom)}"
+    if bottom in tables.FRACTION_DENOMINATORS and int(top) < int(bottom):
+        return fraction(top, bottom)
+    if 1 <= int(top) <= 12 and 1 <= int(bottom) <= 31:
+        return _date(int(top), int(bottom), None)
+    return f"{cardinal(top)} over {cardinal(bottom)}"
+
+
+def _number_sign(match: re.Match[str]) -> str:
+    return f"number {cardinal(match.group(1))}"
+
+
+def _dimensions(match: re.Match[str]) -> str:
+    return " by ".join(decimal(side) for side in match.groups())
+
+
+def _times(match: re.Match[str]) -> str:
+    return f"{decimal(match.group(1))} times"
+
+
+def _range(match: re.Match[str]) -> str:
+    low, high = match.groups()
+    if re.fullmatch(_YEAR, low) and (re.fullmatch(_YEAR, high) or len(high) == 2):
+        return f"{year(low)} to {_year_words(high) if len(high) == 2 else year(high)}"
+    return f"{decimal(low)} to {decimal(high)}"
+
+
+def _signed(match: re.Match[str]) -> str:
+    return _sign(match.group(1)) + decimal(match.group(2))
+
+
+def _cued_year(match: re.Match[str]) -> str:
+    cue, first, joiner, second = match.groups()
+    spoken = f"{cue} {year(first)}"
+    return f"{spoken} {joiner} {year(second)}" if second else spoken
+
+
+def _era_year(match: re.Match[str]) -> str:
+    digits, era = match.groups()
+    return f"{year(digits) if len(digits) == 4 else cardinal(digits)} {era}"
+
+
+def _number(match: re.Match[str]) -> str:
+    written = match.group()
+    digits = written.replace(",", "")
+    leading_zero = digits.startswith("0") and len(digits) > 1
+    if "." not in written and (leading_zero or ("," not in written and len(digits) > 9)):
+        return digits_one_by_one(digits)  # "007", account and serial numbers
+    return decimal(written)
+
+
+def _alternatives(words: Iterable[str]) -> str:
+    return "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+
+
+_MONTH = tables.MONTH_PATTERN
+_YEAR_CUES = (r"Q[1-4]|(?i:in|since|by|from|until|till|through|year|circa|around|during|before|after"
+              rf"|early|late|mid|of|between)|{_MONTH}")  # fmt: skip
+
+_RULES: list[Rule] = [
+    # phone numbers: "+44 20 7946 0958", "1-800-555-0199", "(555) 123-4567", "555-1234"
+    (re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .-]\d{1,4}){2,5}(?![\w]|[.-]\d)"), _phone),
+    (re.compile(r"(?<![\w.-])(?:1[-. ])?(?:\(\d{3}\) ?|\d{3}[-.])\d{3}[-.]\d{4}(?![\w]|[.-]\d)"), _phone),
+    (re.compile(r"(?<![\w.,-])[2-9]\d{2}-\d{4}(?![\w]|[.-]\d)"), _phone),
+    # IP addresses and versions: "192.168.1.1", "v1.2", "2.0.3"
+    (re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w]|\.\d)"), _ip),
+    (re.compile(r"(?<![\w.])(v|V)(\d+(?:\.\d+)*)(?![\w]|\.\d)"), _version),
+    (re.compile(r"(?<![\w.])()(\d+(?:\.\d+){2,})(?![\w]|\.\d)"), _version),
+    # dates: "2024-03-05", "03/05/2024", "March 5th, 2024", "5 March 2024"
+    (re.compile(r"(?<![\w.-])(\d{4})-(\d{2})-(\d{2})(?![\w]|-\d)"), _iso_date),
+    (re.compile(r"(?<![\w/.])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\w/])"), _slash_date),
+    (re.compile(rf"\b({_MONTH})\.? (\d{{1,2}})(?:st|nd|rd|th)?(?:,? ({_YEAR}))?(?![\w:])"), _month_day),
+    (
+        re.compile(
+            rf"(?<![\w.,])(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({_MONTH})\b(?:\.(?= \d))?(?:,? ({_YEAR})\b)?"
+        ),
+        _day_month,
+    ),
+    # decades: "the 1990s", "the '90s", "her 30s"
+    (
+        re.compile(r"(?<![\w'’])(?:(1\d[0-9]0|20[0-9]0)|['’]?([1-9]0))['’]?s\b"),
+        lambda m: _plural(year(m.group(1)) if m.group(1) else cardinal(m.group(2))),
+    ),
+    # times: "9:00-10:30", "9-5pm", "5:30 p.m.", "5pm", "14:30", "9:00", "1:30:15"; ratios "16:9"
+    (
+        re.compile(
+            rf"(?<![\w:.])(\d{{1,2}}(?::\d{{2}})?(?:\s?{_MERIDIEM})?){_DASH}(?=\d{{1,2}}(?::\d{{2}}|\s?{_MERIDIEM}))"
+        ),
+        lambda m: f"{m[1]} to ",
+    ),
+    (re.compile(r"(?<![\w:.])(\d{1,2})(?::(\d{2}))?\s?([AaPp])(\.[Mm]\.|[Mm]\b)"), _time_of_day),
+    (re.compile(r"(?<![\w:.])(\d{1,2}):(\d{2})(?::(\d{2}))?(?![\w:]|\.\d)"), _clock_time),
+    (re.compile(r"(?<![\w:.])(\d+):(\d+)(?![\w:]|\.\d)"), lambda m: f"{cardinal(m[1])} to {cardinal(m[2])}"),
+    # heights: 6'2"
+    (
+        re.compile(r"(?<![\w.])(\d{1,2})['’]\s?(\d{1,2})(?:\"|''|”)"),
+        lambda m: f"{cardinal(m[1])} feet {cardinal(m[2])} inches",
+    ),
+    # money: "$1,234.56", "$5 million", "$2.5M", "$5-10", "20€", "100 USD", "99¢"
+    (
+        re.compile(
+            rf"{_START}{_SIGN}({_alternatives(tables.PREFIX_CURRENCIES)})\s?({_AMOUNT})"
+            rf"(?:{_DASH}(?:{_alternatives(tables.PREFIX_CURRENCIES)})?({_AMOUNT}))?"
+            r"(?:\s(thousand|million|billion|trillion)\b|(K|k|M|m|B|bn|tn)(?![\w]))?"
+        ),
+        _prefix_money,
+    ),
+    (
+        re.compile(
+            rf"{_START}{_SIGN}({_AMOUNT})(?:{_DASH}({_AMOUNT}))?\s?"
+            rf"(€|£|¢|(?<=\s)(?:USD|EUR|GBP|JPY|CNY|RMB|INR|CAD|AUD|CHF)\b)"
+        ),
+        _suffix_money,
+    ),
+    (
+        re.compile(r"(?<=[a-z])\s?/\s?(month|year|day|hour|week|night|person|mo|yr|hr)\b"),
+        lambda m: " a " + _PERIODS.get(m[1], m[1]),
+    ),
+    # percentages, units, ordinals: "5-10%", "-5°C", "100 km/h", "21st"
+    (re.compile(rf"{_START}{_SIGN}({_AMOUNT})(?:\s?%?{_DASH}({_AMOUNT}))?\s?%"), _percent),
+    (
+        re.compile(
+            rf"{_START}{_SIGN}({_AMOUNT})(?:{_DASH}({_AMOUNT}))?\s?({_alternatives(tables.UNITS)})(?![\w/])"
+        ),
+        _unit,
+    ),
+    (re.compile(rf"{_START}({_NUM})(st|nd|rd|th)\b"), _ordinal),
+    # fractions: "2½", "1 1/2", "3/4", "24/7"; "#4521", "No. 5"
+    (re.compile(rf"(?<![\w.,])(\d+)?\s?([{''.join(tables.VULGAR_FRACTIONS)}])"), _vulgar),
+    (
+        re.compile(r"(?<![\w./])(\d+) (\d+)/(\d+)(?![\w/])"),
+        lambda m: _mixed_number(m[1], m[2], m[3]) if int(m[2]) < int(m[3]) else m.group(),
+    ),
+    (re.compile(r"(?<![\w./])(\d+(?:\.\d+)?)/(\d+)(?![\w/]|\.\d)"), _slash),
+    (re.compile(r"(?<![\w&])#\s?(\d[\d,]*\d|\d)(?![\w])"), _number_sign),
+    (re.compile(r"\bNo\.\s?(?=\d)"), lambda m: "number "),
+    # "1920x1080", "2x faster"
+    (re.compile(rf"{_START}(\d+(?:\.\d+)?)\s?[x×]\s?(\d+(?:\.\d+)?){_END}"), _dimensions),
+    (re.compile(rf"{_START}(\d+(?:\.\d+)?)x\b"), _times),
+    # ranges and scores: "3-5 days", "1990-1995", "3-2"
+    (re.compile(rf"(?<![\w.,-])({_AMOUNT}){_DASH}({_AMOUNT}){_END}"), _range),
+    # years: "in 1999", "from 1990 to 2000", "March 2024", "1066 AD", "500 BC"
+    (
+        re.compile(rf"\b({_YEAR_CUES}) ({_YEAR})\b(?:\s(to|and|or|through) ({_YEAR})\b)?(?![.,]\d)"),
+        _cued_year,
+    ),
+    (re.compile(r"(?<![\w.,])(\d{1,4}) ?(AD|BC|BCE|CE)\b"), _era_year),
+    (
+        re.compile(r"(?<![\w.,$€£¥#+-])(1[89]\d\d|20\d\d)(?=[.!?;,]?(?:\s|$))(?![.,]\d)(?!\s[a-z])"),
+        lambda m: year(m[1]),
+    ),
+    # signs: "-5", "+3", "±2"
+    (re.compile(rf"(?<![\w.,])([-−+±])({_AMOUNT}){_END}"), _signed),
+    # digits glued to letters: "MP3", "3D", "GPT-4" (before the number itself is read)
+    (re.compile(r"(?<=[A-Za-z])-(?=\d)"), lambda m: " "),
+    (re.compile(r"(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])"), lambda m: " "),
+    # every other number: "1,234", "3.14", ".5", "007"
+    (re.compile(rf"(?<![\d,.]){_AMOUNT}(?!\d)"), _number),
+]
