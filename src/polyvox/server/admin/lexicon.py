@@ -2,10 +2,11 @@
 term in the path, or in a JSON body `{"term": ...}`, which takes any term a URL could not), reload.
 
 Edits take effect on the next request and are saved to `settings.lexicon_path` (atomically) when one
-is set; without it they last until the server stops. Without `state_url`, servers sharing the file edit
-it in turn under its lock, each starting from what it holds, so none drops another's edit. `/admin/*`
-needs an admin key when admin keys are configured (see `server.auth`). A malformed entry or file
-answers 400.
+is set; without it they last until the server stops (behind `api_server_count` the launcher names one
+in its working directory, so every API process has them). Without `state_url`, servers sharing the
+file edit it in turn under its lock, each starting from what it holds, so none drops another's edit.
+`/admin/*` needs an admin key when admin keys are configured (see `server.auth`). A malformed entry or
+file answers 400.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ enough streams for the engines, N of them can.
   keeps the disk audio cache (which they share) under `cache_max_bytes / N`.
 - LoRA adapters are the ones named at start (`/admin/lora` cannot change them: each process would
   know a different set).
+- Without `lexicon_path` (and `state_url`) the lexicon is one file in the working directory
+  (`LEXICON_FILE`), which every API process edits and reloads as it would a `lexicon_path` they
+  share, so a term added through one is spoken by all; it lasts as long as the launcher.
 - `/metrics` from any of them sums them all: the launcher gives them one `PROMETHEUS_MULTIPROC_DIR`.
 - `/ready` from any of them is 200 only once every one has started (each sets its Event in `started`).
 - An API process that dies is started again with a growing pause between tries; the engines drop what
@@ -58,6 +61,7 @@ RESTART_BACKOFF_S = (0.5, 30.0)  # first and longest pause before starting a dea
 STEADY_S = 30.0  # an API process that lived this long restarts after the shortest pause again
 EXIT_WAIT_S = 15.0  # past the drain, how long API processes may take to exit before they are killed
 DRAINED_POLL_S = 0.1  # how often, in a drain, the launcher looks whether every API process has drained
+LEXICON_FILE = "lexicon.json"  # in the working directory: the API processes' lexicon without lexicon_path
 
 
 def serve_many(settings: Settings) -> None:
@@ -84,14 +88,17 @@ class Launcher:
 
     def _child_settings(self) -> Settings:
         """Each API process's share of the limits. The disk audio cache is shared but each process
-        evicts from what it knows of it, so each gets its share of the cap (Redis keeps one cap)."""
+        evicts from what it knows of it, so each gets its share of the cap (Redis keeps one cap).
+        Without `lexicon_path` (or Redis to share it), the working directory's lexicon file."""
         s = self.settings
-        shares = {
+        shares: dict[str, object] = {
             "max_concurrent_requests": math.ceil(s.max_concurrent_requests / self.count),
             "max_queue": math.ceil(s.max_queue / self.count),
         }
         if not s.state_url:
             shares["cache_max_bytes"] = s.cache_max_bytes // self.count
+            if s.lexicon_path is None:
+                shares["lexicon_path"] = self.workdir / LEXICON_FILE
         return s.model_copy(update=shares)
 
     def _build_engine(self) -> DataParallelEngine | None:
