@@ -15,7 +15,9 @@ sees a disconnect) instead of being cancelled, with a traceback and a 500, when 
 runs out.
 
 The protocol is uvicorn's h11 one even where httptools is installed: one implementation to bound and
-test, and parsing a head costs nothing next to synthesising speech."""
+test, and parsing a head costs nothing next to synthesising speech. WebSocket handshakes go to
+`RefusingWebSocketProtocol`, uvicorn's own but for one thing: a handshake refused with an HTTP answer
+(a 401 in OpenAI's shape) is a finished handshake, not an ERROR in the log."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from typing import Any, ClassVar
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from polyvox.server.errors import error_body
 from polyvox.server.head_size import HeadMeter
@@ -131,6 +134,17 @@ class DeadlineProtocol(H11Protocol):
             self.transport.write(b"".join(self.conn.send(event) or b"" for event in events))
 
 
+class RefusingWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol; once the app has refused a handshake with a whole HTTP answer (the
+    ASGI denial response), the handshake is over: uvicorn's own logs every refusal as an ERROR, "ASGI
+    callable returned without completing handshake"."""
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
+            self.handshake_complete = True
+
+
 def deadline_protocol(timeout_s: float) -> type[DeadlineProtocol]:
     """`DeadlineProtocol` with its head deadline (uvicorn builds the protocol itself, from a class)."""
 
@@ -148,6 +162,7 @@ def uvicorn_config(app: Any, settings: Settings, log_config: dict[str, Any], **w
         log_level=settings.log_level,
         log_config=log_config,  # uvicorn's lines in polyvox's format
         http=deadline_protocol(settings.request_read_timeout_s),
+        ws=RefusingWebSocketProtocol,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         **where,
     )
