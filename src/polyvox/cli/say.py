@@ -21,7 +21,11 @@ def add_say(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("text", metavar="TEXT", help="What to say.")
     parser.add_argument("-v", "--voice", default="alloy", help="Voice name (default: alloy).")
     parser.add_argument(
-        "-f", "--format", default="wav", choices=tuple(FORMATS), help="Audio format (default: wav)."
+        "-f",
+        "--format",
+        default=None,
+        choices=tuple(FORMATS),
+        help="Audio format (default: the output file's suffix when it names one, else wav).",
     )
     parser.add_argument("-o", "--output", help="Output file (default: speech.<format>; '-' writes stdout).")
     parser.add_argument("--speed", type=float, default=1.0, help="0.25 to 4.0 (default: 1.0).")
@@ -109,6 +113,11 @@ def run_say(args: argparse.Namespace) -> int:
     from polyvox.backends.errors import BackendError, BackendInputError
     from polyvox.server.protocol import PITCH_LIMIT
 
+    try:
+        fmt = output_format(args.output, args.format)
+    except ValueError as exc:  # before anything loads
+        print(f"polyvox say: {exc}", file=sys.stderr)
+        return 2
     if hasattr(args, "lora"):
         args.lora = [_named_adapter(entry) for entry in args.lora]
     # One utterance: the engine steps in this process (an engine process would only add its start-up).
@@ -133,7 +142,7 @@ def run_say(args: argparse.Namespace) -> int:
                 settings,
                 args.text,
                 args.voice,
-                args.format,
+                fmt,
                 args.speed,
                 args.sample_rate,
                 args.instructions,
@@ -153,10 +162,25 @@ def run_say(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     else:
-        path = Path(args.output or f"speech.{args.format}")
+        path = Path(args.output or f"speech.{fmt}")
         path.write_bytes(data)
         print(f"wrote {path} ({len(data)} bytes)", file=sys.stderr)
     return 0
+
+
+def output_format(output: str | None, asked: str | None) -> str:
+    """The format to write: `--format` (`asked`), else the one the output file's suffix names (`y.mp3`:
+    mp3), else wav. ValueError for a suffix naming another format than `--format`."""
+    from polyvox.audio.formats import FORMATS
+
+    suffix = Path(output).suffix.lower().lstrip(".") if output and output != "-" else ""
+    named = suffix if suffix in FORMATS else None
+    if asked is not None and named is not None and named != asked:
+        raise ValueError(
+            f"-o {output} names {named}, but --format {asked} was given: "
+            f"name the file .{asked}, or drop --format to write {named}"
+        )
+    return asked or named or "wav"
 
 
 def _named_adapter(entry: str) -> str:
