@@ -21,6 +21,7 @@ from starlette.responses import Response
 
 from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded, EmptyInput
 from polyvox.logs import current_request_id
+from polyvox.server.allowed_methods import allowed_methods
 from polyvox.server.app_state import app_state
 
 log = logging.getLogger(__name__)
@@ -180,7 +181,11 @@ def install_error_handlers(app: FastAPI) -> None:
             # FastAPI's answer when parsing a body raised something other than a JSON syntax error
             # (a RecursionError from JSON nested past the parser's depth): the body is unusable JSON.
             message, code = "request body is not usable JSON (nested too deeply?)", "invalid_json"
-        error = APIError(exc.status_code, message, code=code, headers=getattr(exc, "headers", None))
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            allowed = ", ".join(allowed_methods(request.app.routes, request.url.path))
+            headers = {**(headers or {}), "Allow": allowed}
+        error = APIError(exc.status_code, message, code=code, headers=headers)
         count(request, error)
         return error_response(error)
 
