@@ -62,12 +62,6 @@ class UsageWriter:
             write = self._taken + 1  # the write that will take it
             self._changed.wait_for(lambda: self._written >= write or self._failing is not None, WAIT_S)
 
-    @property
-    def backlog(self) -> int:
-        """Rows waiting to be written."""
-        with self._changed:
-            return len(self._pending)
-
     def _keep(self, row: UsageRow) -> bool:
         """Merge `row` into what waits to be written; False (counted) when the backlog is full."""
         key = (row.key_name, row.model, row.date)
