@@ -1,19 +1,28 @@
 # polyvox: `make serve` starts the server, `make test` runs ruff, mypy, the layer contract and the whole suite.
+#   make serve                          the embedded CPU voice on http://127.0.0.1:8000 (no PyTorch installed)
+#   make serve PORT=8080 HOST=0.0.0.0   another port or address (--port, --host; POLYVOX_PORT, POLYVOX_HOST)
+#   make serve MODEL=openbmb/VoxCPM2    VoxCPM2: installs the voxcpm extra and PyTorch first (--model)
 PYTHON ?= python3
 # Where the environment goes: `make install VENV=/tmp/x` builds another one exactly as `make serve` does
 # (.ci/serve_smoke.sh proves the README's first command that way).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-# On machines without CUDA take the CPU build of torch first (a bare `torch` may pull a multi-GB CUDA build).
+# PyTorch, for VoxCPM only (`make serve MODEL=...`, `make install-voxcpm`, the test environment): on
+# machines without nvidia-smi this pinned version (pip's CPU wheel where its index has one), else torch>=2.5.
 TORCH_CPU := torch==2.13.0
 # The index torch is installed from; empty (the default): pip's own. Where PyPI's torch would be the
 # CUDA build on a machine without a GPU, as the Dockerfiles do:
-#   make serve TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+#   make serve MODEL=openbmb/VoxCPM2 TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 TORCH_INDEX_URL ?=
 TORCH_INDEX := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
+# What `make serve` passes to `polyvox serve`, taken from make's command line only (a PORT or MODEL
+# already in the shell's environment is not): MODEL (--model), PORT (--port), HOST (--host).
+arg = $(if $(filter command line,$(origin $(1))),$($(1)))
+SERVE_FLAGS := $(if $(call arg,MODEL),--model $(call arg,MODEL)) $(if $(call arg,HOST),--host $(call arg,HOST)) \
+	$(if $(call arg,PORT),--port $(call arg,PORT))
 
-.PHONY: serve test typecheck lint format docs install install-test install-browser clean
+.PHONY: serve test typecheck lint format docs install install-voxcpm install-test install-browser clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,17 +33,24 @@ $(VENV)/.torch: $(VENV)/bin/python
 	else $(PIP) install -q $(TORCH_INDEX) $(TORCH_CPU); fi
 	@touch $@
 
-$(VENV)/.installed: $(VENV)/.torch pyproject.toml
+# The embedded voice's environment: no PyTorch.
+$(VENV)/.installed: $(VENV)/bin/python pyproject.toml
 	$(PIP) install -q -e ".[embedded,text]"
 	@touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -q -e ".[embedded,text,test]"
+# ... and VoxCPM's: the voxcpm extra, after the torch build chosen above.
+$(VENV)/.installed-voxcpm: $(VENV)/.torch $(VENV)/.installed
+	$(PIP) install -q -e ".[embedded,text,voxcpm]"
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed-voxcpm
+	$(PIP) install -q -e ".[embedded,text,voxcpm,test]"
 	# The official VoxCPM2 implementation, for parity tests only; its heavy extras are not needed.
 	$(PIP) install -q --no-deps voxcpm==2.0.3
 	@touch $@
 
 install: $(VENV)/.installed
+install-voxcpm: $(VENV)/.installed-voxcpm
 install-test: $(VENV)/.installed-test
 
 # Headless Chromium for the playground's browser tests (tests/web skips them without it): the Debian
@@ -43,8 +59,8 @@ install-browser:
 	@[ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
-serve: $(VENV)/.installed
-	$(VENV)/bin/polyvox serve
+serve: $(if $(call arg,MODEL),$(VENV)/.installed-voxcpm,$(VENV)/.installed)
+	$(VENV)/bin/polyvox serve $(SERVE_FLAGS)
 
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench

@@ -64,10 +64,17 @@ def test_state_url_without_redis_is_one_line_naming_the_extra(tmp_path: Path) ->
     assert "pip install 'polyvox[redis]'" in last
 
 
-def polyvox_without(tmp_path: Path, packages: tuple[str, ...], *args: str) -> subprocess.CompletedProcess:
+def polyvox_without(
+    tmp_path: Path, packages: tuple[str, ...], *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "POLYVOX_CONFIG"} | without(tmp_path, *packages)
     return subprocess.run(
-        [sys.executable, "-m", "polyvox.cli", *args], env=env, capture_output=True, text=True, timeout=180
+        [sys.executable, "-m", "polyvox.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=cwd,
     )
 
 
@@ -89,3 +96,58 @@ def test_say_without_the_text_extra_speaks_digits_and_says_why(tmp_path: Path) -
     assert "wetext is not installed (pip install 'polyvox[text]')" in result.stderr
     samples, rate = decode(out.read_bytes())
     assert samples.size / rate > 0.1
+
+
+# PyTorch: only VoxCPM needs it (the `voxcpm` extra); `make serve` installs none for the embedded voice.
+
+
+def maps_torch(pid: int) -> list[str]:
+    """The libraries of PyTorch process `pid` has mapped (libtorch, libc10...)."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return sorted({line.split()[-1] for line in maps.splitlines() if "/torch/" in line})
+
+
+def test_the_embedded_server_loads_no_torch(tmp_path: Path) -> None:
+    with polyvox_serve("--voices-dir", str(tmp_path / "voices")) as (proc, url):
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+        speech = client.audio.speech.create(model="tts-1", voice="alloy", input="No torch here.")
+        assert decode(speech.content)[0].size > 0
+        assert maps_torch(proc.pid) == []
+
+
+@pytest.mark.parametrize("flags", [(), ("--api-server-count", "2")], ids=["one-process", "two-processes"])
+def test_serve_speaks_without_torch(tmp_path: Path, flags: tuple[str, ...]) -> None:
+    env = without(tmp_path, "torch")
+    with polyvox_serve("--voices-dir", str(tmp_path / "voices"), *flags, env=env) as (_, url):
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+        speech = client.audio.speech.create(
+            model="tts-1", voice="alloy", input="The embedded voice needs no PyTorch.", response_format="wav"
+        )
+    samples, rate = decode(speech.content)
+    assert samples.size / rate > 0.5 and abs(samples).max() > 0.01
+
+
+def test_say_speaks_without_torch(tmp_path: Path) -> None:
+    out = tmp_path / "hello.wav"
+    result = polyvox_without(tmp_path, ("torch",), "say", "Hello there.", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    samples, rate = decode(out.read_bytes())
+    assert samples.size / rate > 0.3
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("serve", "--random-weights", "tiny", "--port", "0", "--voices-dir", "voices"),
+        ("serve", "--model", "openbmb/VoxCPM2", "--port", "0", "--voices-dir", "voices"),
+        ("say", "Hi.", "--random-weights", "tiny"),
+        ("checkpoint", "random", "--out", "unused"),
+    ],
+    ids=["serve-random", "serve-model", "say", "checkpoint"],
+)
+def test_voxcpm_without_torch_is_one_line_naming_the_extra(tmp_path: Path, args: tuple[str, ...]) -> None:
+    result = polyvox_without(tmp_path, ("torch",), *args, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    last = result.stderr.rstrip().splitlines()[-1]
+    assert last.startswith(f"polyvox {args[0]}: ") and "pip install 'polyvox[voxcpm]'" in last, last

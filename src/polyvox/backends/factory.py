@@ -1,7 +1,8 @@
 """Chooses and builds the back end the settings ask for: VoxCPM2 with a checkpoint or random weights,
 otherwise the embedded CPU voice; `build_backend` puts the text front end (lexicon,
 normalisation, long-text splitting) in front of it, as every serving path uses it. Back ends
-are imported lazily so each one's dependencies load only when it is served."""
+are imported lazily so each one's dependencies load only when it is served: the embedded voice's
+server imports no PyTorch, which only VoxCPM needs (the `voxcpm` extra)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ def build_model_backend(settings: Settings, engine_sockets: str | None = None) -
     are the launcher's, listening there (an API process behind `api_server_count`). StartupError for
     adapters (`lora`) given to an engine that serves none: they would be ignored without a word."""
     if settings.model or settings.random_weights:
+        require_torch("--model" if settings.model else "--random-weights")
         from polyvox.backends.voxcpm2 import VoxCPM2Backend
 
         return VoxCPM2Backend.from_settings(settings, engine_sockets, connect=engine_sockets is not None)
@@ -32,6 +34,20 @@ def build_model_backend(settings: Settings, engine_sockets: str | None = None) -
             "(--model CHECKPOINT) to speak with them"
         )
     return EmbeddedBackend.from_settings(settings)
+
+
+def require_torch(what: str) -> None:
+    """StartupError in one line naming the extra to install when PyTorch, which `what` (a flag that
+    selects VoxCPM) needs, is not installed."""
+    try:
+        import torch  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            raise
+        raise StartupError(
+            f"{what} needs PyTorch (for VoxCPM), and torch is not installed: "
+            "pip install 'polyvox[voxcpm]' (make install-voxcpm; the CPU or CUDA build: docs/deployment.md)"
+        ) from None
 
 
 def with_text_frontend(backend: Backend, settings: Settings) -> TextPipeline:

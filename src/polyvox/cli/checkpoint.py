@@ -29,6 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run_random(args: argparse.Namespace) -> int:
+    from polyvox.backends.factory import require_torch
+
+    require_torch("a random checkpoint")
     from polyvox.models.random_checkpoint import write_random_checkpoint
 
     out = write_random_checkpoint(args.out, args.size, args.seed, args.arch)

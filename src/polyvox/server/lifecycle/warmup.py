@@ -15,7 +15,6 @@ import uuid
 import anyio
 
 from polyvox.backends.base import OPENAI_VOICES, Backend, SynthesisRequest
-from polyvox.models.voxcpm2.checkpoint import resolve_device
 from polyvox.settings import Settings
 from polyvox.startup import stage
 from polyvox.voices.errors import VoiceNotFound
@@ -31,10 +30,11 @@ GRAPH_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 
 async def warm_up(backend: Backend, voices: VoiceRegistry, settings: Settings) -> int:
     """Run the warm-up requests; the number that failed (logged)."""
+    batching = bool(backend.engine_ranks())
     ranks = max(1, len(backend.engine_ranks()))
     with stage(f"warm-up: one request through each of {ranks} engine rank(s)"):
         failed = await _burst(backend, voices, ranks)
-    if settings.cuda_graphs and _on_cuda(settings):
+    if batching and settings.cuda_graphs and _on_cuda(settings):
         for size in (b for b in GRAPH_BATCHES if b <= settings.max_num_seqs):
             with stage(f"warm-up: CUDA graphs at batch {size} ({size * ranks} requests at once)"):
                 failed += await _burst(backend, voices, size * ranks)
@@ -42,6 +42,8 @@ async def warm_up(backend: Backend, voices: VoiceRegistry, settings: Settings) -
 
 
 def _on_cuda(settings: Settings) -> bool:
+    from polyvox.models.interface import resolve_device  # torch: only a batching engine's server has it
+
     devices = settings.devices or [settings.device]
     return str(resolve_device(devices[0])).startswith("cuda")
 

@@ -47,13 +47,16 @@ import tempfile
 from multiprocessing.process import BaseProcess
 from multiprocessing.synchronize import Event
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from polyvox.engine_core.connected import peer_identity
-from polyvox.engine_core.data_parallel import DataParallelEngine
 from polyvox.server.multi_api import api_process, workdir
 from polyvox.server.multi_api.ports import listening_sockets
 from polyvox.settings import Settings
 from polyvox.startup import StartupError
+
+if TYPE_CHECKING:  # VoxCPM's engine ranks: PyTorch, which the embedded voice's launcher does without
+    from polyvox.engine_core.data_parallel import DataParallelEngine
 
 log = logging.getLogger(__name__)
 
