@@ -161,3 +161,13 @@ def test_without_num2words_english_numbers_still_reach_the_grammar(monkeypatch, 
     with caplog.at_level("WARNING"):
         assert normalize_text("I have 3 apples.") == "I have three apples."
     assert "num2words is not installed" in caplog.text
+
+
+def test_numbers_past_the_quadrillions_are_read_digit_by_digit_and_never_fail():
+    huge = "1" + ",000" * 200
+    assert (
+        normalize_text(f"We owe {huge} dollars.")
+        == "We owe " + " ".join(["one"] + ["zero"] * 600) + " dollars."
+    )
+    assert normalize_text("It is " + "9" * 20 + ".5 m.").startswith("It is nine nine nine")
+    assert normalize_text("1,000,000,000,000,000 people") == "one quadrillion people"

@@ -16,14 +16,23 @@ def _plain(words: str) -> str:
     return " ".join(words.replace(",", " ").replace("-", " ").split())
 
 
+_MOST_DIGITS = 16  # up to the quadrillions; longer numbers are read digit by digit
+
+
 def cardinal(digits: str) -> str:
     """ "1,234" → "one thousand two hundred and thirty four"; thousands separators allowed."""
-    return _plain(num2words(int(digits.replace(",", ""))))
+    plain = digits.replace(",", "")
+    if len(plain.lstrip("0")) > _MOST_DIGITS:
+        return digits_one_by_one(plain)
+    return _plain(num2words(int(plain)))
 
 
 def ordinal(digits: str) -> str:
     """ "21" → "twenty first"."""
-    return _plain(num2words(int(digits.replace(",", "")), to="ordinal"))
+    plain = digits.replace(",", "")
+    if len(plain.lstrip("0")) > _MOST_DIGITS:
+        return digits_one_by_one(plain)
+    return _plain(num2words(int(plain), to="ordinal"))
 
 
 def year(digits: str) -> str:

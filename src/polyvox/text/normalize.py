@@ -184,7 +184,11 @@ def _read_english(run: str) -> str:
                 "English numbers are read by wetext's grammar alone"
             )
         return run
-    return read_numbers(run)
+    try:
+        return read_numbers(run)
+    except Exception:  # as with the grammars: reading a run unnormalised beats failing the request
+        log.debug("the English rules could not read a run of %d characters", len(run), exc_info=True)
+        return run
 
 
 def _wetext(sentence: str, lang: Lang) -> str:
