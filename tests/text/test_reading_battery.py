@@ -19,6 +19,7 @@ from .reading_zh import FIXED, KEPT
 from .reading_zh import MISSES as ZH_MISSES
 
 pytest.importorskip("wetext")
+pytest.importorskip("num2words")
 
 _PUNCTUATION = re.compile(r"[,.!?;:\"“”，。！？；：、()]")
 
