@@ -144,12 +144,19 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
         copy = shared
     supervisor = BackendSupervisor(backend, lifecycle, metrics)
     cold_start = cold_start_for(settings, backend, supervisor, metrics.registry)
+    keyring = KeyRing.from_settings(settings)
     app.state.polyvox = AppState(
         settings=settings,
         backend=backend,
         metrics=metrics,
-        keyring=KeyRing.from_settings(settings),
-        tenancy=Tenancy.build(settings, metrics.registry, shared.connection if shared else None),
+        keyring=keyring,
+        tenancy=Tenancy.build(
+            settings,
+            metrics.registry,
+            shared.connection if shared else None,
+            settings.require_api_key,
+            not keyring.open,
+        ),
         lifecycle=lifecycle,
         voices=registry,
         service=SpeechService(

@@ -8,9 +8,11 @@ including ones added later, is guarded unless it is in `OPEN_PATHS` (health, rea
 API docs, the playground page), and a caller without a key learns nothing of the routes: 401 comes
 before any 404, 405 or trailing-slash redirect. `public_model_list` leaves the model and voice lists
 (`PUBLIC_LIST_PATHS`) readable without a key. A WebSocket handshake may offer its key as a subprotocol
-instead (`websocket_key`), as browsers can. With no key configured at all (none in the settings, no
-named key stored) the server is open. The caller found (`tenancy.caller.Caller`) is left in the
+instead (`websocket_key`), as browsers can. The caller found (`tenancy.caller.Caller`) is left in the
 request's scope for the routes.
+Whether the server is open (no key needed) is decided as it starts (`KeyTable.at_start`) and never
+turns back on: a server that requires keys refuses every request without a settings key with 503
+`key_store_unavailable` while its key store cannot vouch for the named keys (unreadable, or emptied).
 Answers are OpenAI-shaped: 401 for a missing or unknown key, 403 for a valid key on an admin route
 that is not an admin key.
 """
@@ -32,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError, error_response
 from polyvox.server.tenancy.caller import ANONYMOUS, PUBLIC, SETTINGS_KEY_NAME, Caller, remember
+from polyvox.server.tenancy.key_table import FRESH_S
 from polyvox.server.tenancy.keys import Scope as KeyScope
 from polyvox.settings import Settings
 
@@ -152,6 +155,15 @@ def _refused() -> APIError:
     )
 
 
+def keys_unavailable(problem: str) -> APIError:
+    return APIError(
+        503,
+        f"API keys cannot be checked: {problem}",
+        code="key_store_unavailable",
+        headers={"Retry-After": "1"},
+    )
+
+
 async def authorize(request: HTTPConnection) -> Caller:
     """Who the request (or WebSocket handshake) comes from; APIError 401 / 403 unless it may use this
     path. Keys from the settings are checked first (no store is read for them), then named keys."""
@@ -167,12 +179,15 @@ async def authorize(request: HTTPConnection) -> Caller:
         if needs_admin(method, path) and ring.admin_keys and not ring.is_admin(digest):
             raise APIError(403, f"{method} {path} needs an admin API key", code="admin_key_required")
         return Caller(SETTINGS_KEY_NAME, admin=ring.is_admin(digest) or not ring.admin_keys)
+    await table.refresh(FRESH_S)  # on an open server too: a key made with `polyvox keys create` closes it
+    if not table.required:
+        return ANONYMOUS
     named = await table.lookup(digest.hex()) if digest is not None else None
+    if named is None and state.settings.public_model_list and is_public_list(method, path):
+        return PUBLIC
+    if table.problem is not None:  # the store cannot vouch for any named key now: fail closed
+        raise keys_unavailable(table.problem)
     if named is None:
-        if state.settings.public_model_list and is_public_list(method, path):
-            return PUBLIC
-        if ring.open and await table.is_empty():
-            return ANONYMOUS
         raise _refused()
     scope = required_scope(method, path)
     if scope is not None and not named.allows(scope):

@@ -83,6 +83,12 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Keys for /admin/* and voice management; unset: any API key may use them.",
     )
+    require_api_key: bool = Field(
+        False,
+        description="Require an API key on every request even when no key exists yet (refused 503 until "
+        "one is made with `polyvox keys create`). Unset, a server requires keys when any exists as it "
+        "starts; once it does it never opens again. Set it on every replica of a cluster.",
+    )
     public_model_list: bool = Field(
         False,
         description="Let GET /v1/models, /v1/models/{id}, /v1/audio/models, /v1/audio/voices and /v1/voices "

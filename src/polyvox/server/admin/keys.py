@@ -1,5 +1,6 @@
 """Named API keys' admin API under `/admin/keys` (an admin key only): make one (its secret is in that
-answer and nowhere else, ever), list them, revoke one (refused everywhere within a second)."""
+answer and nowhere else, ever), list them, revoke one (refused everywhere within a second). An open
+server makes no key here: its first key is the operator's (`polyvox keys create`)."""
 
 from __future__ import annotations
 
@@ -74,6 +75,13 @@ class KeyDeleted(BaseModel):
 @router.post("", status_code=201)
 async def create_key(body: KeyCreate, request: Request) -> KeyCreated:
     table = app_state(request.app).tenancy.keys
+    if not table.required:  # an open server: whoever asked first would close it to everyone else
+        raise APIError(
+            403,
+            "this server is open (it requires no API key), so its first key is made by its operator: run "
+            "`polyvox keys create NAME --scopes admin` with the server's voices_dir or state_url",
+            code="open_server",
+        )
     try:
         scopes = tuple(body.scopes) if body.scopes is not None else None
         secret, key = new_key(body.name, scopes, KeyLimits(**body.limits.model_dump()))

@@ -1,6 +1,6 @@
-"""Liveness (`GET|HEAD /health`), readiness (`GET /ready`, 503 until the engine is warm, "degraded"
-while some of its data-parallel ranks are down or `voices.json` cannot be read) and Prometheus metrics
-(`GET /metrics`)."""
+"""Liveness (`GET|HEAD /health`), readiness (`GET /ready`, 503 until the engine is warm, or while the
+key store cannot vouch for the keys of a server that requires them; "degraded" while some of its
+data-parallel ranks are down or `voices.json` cannot be read) and Prometheus metrics (`GET /metrics`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from polyvox.backends.base import Backend
 from polyvox.server.app_state import AppState, app_state
+from polyvox.server.auth import keys_unavailable
 from polyvox.server.deps import get_backend, get_metrics
 from polyvox.server.errors import APIError, error_response
 from polyvox.server.metrics import Metrics
+from polyvox.server.tenancy.key_table import FRESH_S
 from polyvox.startup import STAGES
 from polyvox.voices.freeze_at_start import FREEZE_STAGE
 
@@ -39,6 +41,11 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
     if (refusal := _not_ready(request, backend)) is not None:
         return error_response(refusal)
     state = app_state(request.app)
+    keys = state.tenancy.keys
+    if keys.required:
+        await keys.refresh(FRESH_S)
+        if keys.problem is not None:  # every request without a settings key is refused meanwhile
+            return error_response(keys_unavailable(keys.problem))
     answer: dict[str, Any] = {"status": "ready", "engine": backend.info.name, "model": backend.info.model_id}
     if _cold(state):  # idle_unload_s / load_on_demand: takes requests, the next one loads the engine
         return {**answer, "status": "cold"}

@@ -1,13 +1,19 @@
 """Where named keys live: `keys.json` in the voices directory (written atomically, under the
 directory's lock, so API processes and servers sharing the directory agree), or Redis when `state_url`
 is set (`redis_keys.py`). `open_key_store` picks the one the settings name; the server and
-`polyvox keys` use the same."""
+`polyvox keys` use the same.
+
+Every store keeps a change counter beside its keys, moved by each key made or revoked and never back:
+a store whose counter is missing (`KeySnapshot.counter` None) holds no key table at all (never made,
+or lost: Redis restarted empty, the file deleted), and one whose counter went back lost its data and
+was written again since. A store with a counter and no key had its last key revoked."""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -22,16 +28,31 @@ KEYS_FILE = "keys.json"
 LOCK_TIMEOUT_S = 10.0
 
 
+@dataclass(frozen=True)
+class KeySnapshot:
+    keys: list[ApiKey]
+    counter: int | None  # None: the store holds no key table (never made, or lost)
+
+
 class KeyStore(Protocol):
     """Blocking calls (the server makes them from a thread)."""
 
+    where: str  # shown in logs and errors (a URL without its password, a path)
+
     def all(self) -> list[ApiKey]: ...
+
+    def read(self) -> KeySnapshot:
+        """The keys and the change counter, read together."""
 
     def add(self, key: ApiKey) -> None:
         """Store `key`; KeyNameTaken when its name is in use."""
 
     def remove(self, key_id: str) -> bool:
         """Remove the key with id `key_id`; whether there was one."""
+
+    def restore(self, keys: list[ApiKey], above: int) -> None:
+        """After a loss: store those of `keys` the store lacks (by digest) and set the counter past
+        `above` (the last one seen before the loss)."""
 
     def touch(self, used: dict[str, int]) -> None:
         """Record last-used times (key id → Unix time), keeping the later of each."""
@@ -44,41 +65,56 @@ class FileKeyStore:
     def __init__(self, root: Path):
         root.mkdir(parents=True, exist_ok=True)
         self.path = root / KEYS_FILE
+        self.where = str(self.path)
         self._lock = filelock.FileLock(root / (KEYS_FILE + ".lock"), timeout=LOCK_TIMEOUT_S)
 
     def all(self) -> list[ApiKey]:
+        return self.read().keys
+
+    def read(self) -> KeySnapshot:
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            return []
-        return [ApiKey.from_json(item) for item in raw.get("keys", [])]
+            return KeySnapshot([], None)
+        keys = [ApiKey.from_json(item) for item in raw.get("keys", [])]
+        return KeySnapshot(keys, int(raw.get("counter", 0)))
 
     def add(self, key: ApiKey) -> None:
         with self._lock:
-            keys = self.all()
-            if any(other.name == key.name for other in keys):
+            now = self.read()
+            if any(other.name == key.name for other in now.keys):
                 raise KeyNameTaken(key.name)
-            self._write([*keys, key])
+            self._write([*now.keys, key], (now.counter or 0) + 1)
 
     def remove(self, key_id: str) -> bool:
         with self._lock:
-            keys = self.all()
-            kept = [key for key in keys if key.id != key_id]
-            if len(kept) == len(keys):
+            now = self.read()
+            kept = [key for key in now.keys if key.id != key_id]
+            if len(kept) == len(now.keys):
                 return False
-            self._write(kept)
+            self._write(kept, (now.counter or 0) + 1)
             return True
+
+    def restore(self, keys: list[ApiKey], above: int) -> None:
+        with self._lock:
+            now = self.read()
+            held = {key.digest for key in now.keys}
+            self._write(
+                [*now.keys, *(key for key in keys if key.digest not in held)],
+                max(now.counter or 0, above) + 1,
+            )
 
     def touch(self, used: dict[str, int]) -> None:
         with self._lock:
-            keys = self.all()
-            self._write([_later(key, used.get(key.id)) for key in keys])
+            now = self.read()
+            if now.counter is not None:  # never makes a key table that is not there
+                self._write([_later(key, used.get(key.id)) for key in now.keys], now.counter)
 
     def version(self) -> object:
         return file_stamp(self.path)
 
-    def _write(self, keys: list[ApiKey]) -> None:
-        text = json.dumps({"keys": [key.to_json() for key in keys]}, indent=2)
+    def _write(self, keys: list[ApiKey], counter: int) -> None:
+        text = json.dumps({"counter": counter, "keys": [key.to_json() for key in keys]}, indent=2)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".keys.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -108,9 +144,9 @@ def open_key_store(settings: Settings) -> KeyStore:
 
 
 def named_keys_exist(settings: Settings) -> bool:
-    """Whether any named key is stored (False when the store cannot be read now): a server with one
-    is not open, whatever its settings' keys."""
+    """Whether the store holds a key table (keys, or a table whose last key was revoked), or cannot be
+    read now: a server starting with one requires keys, whatever its settings' keys."""
     try:
-        return bool(open_key_store(settings).all())
-    except Exception:  # Redis away, an unreadable file: the server says so itself when it reads them
-        return False
+        return open_key_store(settings).read().counter is not None
+    except Exception:  # Redis away, an unreadable file: closed until it can be read
+        return True

@@ -1,6 +1,7 @@
 """Named keys in Redis (`state_url`): one hash, digest → key JSON, and a version counter that moves
 with every change, so a replica sees a key made or revoked anywhere at its next look (at most
-`KeyTable.FRESH_S` later)."""
+`KeyTable.FRESH_S` later). The counter is also `KeySnapshot.counter`: when Redis loses its data it
+is gone, which is how a replica knows to republish its copy (`restore`)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,31 @@ import json
 
 import redis
 
+from polyvox.server.tenancy.key_store import KeySnapshot
 from polyvox.server.tenancy.keys import ApiKey, KeyNameTaken
 
 KEYS_HASH = "polyvox:keys"
 VERSION_KEY = "polyvox:keys:version"
-CONNECT_TIMEOUT_S = 1.0
-CALL_TIMEOUT_S = 3.0
+# A request that needs a key waits at most this long on a Redis that does not answer (then it is
+# refused 503 until Redis answers again).
+CONNECT_TIMEOUT_S = 0.5
+CALL_TIMEOUT_S = 0.5
 _SET_IF_PRESENT = """
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+"""
+# KEYS: the hash, the counter. ARGV: the counter before the loss, then digest, JSON pairs to put back.
+_RESTORE = """
+for i = 2, #ARGV, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
+local now = tonumber(redis.call('GET', KEYS[2]) or '0')
+redis.call('SET', KEYS[2], math.max(now, tonumber(ARGV[1])) + 1)
 """
 
 
 class RedisKeyStore:
     def __init__(self, client: redis.Redis):
         self.client = client
+        kwargs = client.connection_pool.connection_kwargs
+        self.where = f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
 
     @classmethod
     def from_url(cls, url: str) -> RedisKeyStore:
@@ -31,6 +43,14 @@ class RedisKeyStore:
 
     def all(self) -> list[ApiKey]:
         return [ApiKey.from_json(json.loads(raw)) for raw in self.client.hvals(KEYS_HASH)]
+
+    def read(self) -> KeySnapshot:
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.hvals(KEYS_HASH)
+            pipe.get(VERSION_KEY)
+            raws, counter = pipe.execute()
+        keys = [ApiKey.from_json(json.loads(raw)) for raw in raws]
+        return KeySnapshot(keys, None if counter is None else int(counter))
 
     def add(self, key: ApiKey) -> None:
         # WATCH/MULTI: two replicas making the same name at once cannot both succeed.
@@ -59,6 +79,10 @@ class RedisKeyStore:
                     removed, _ = pipe.execute()
                 return bool(removed)
         return False
+
+    def restore(self, keys: list[ApiKey], above: int) -> None:
+        pairs = [item for key in keys for item in (key.digest, json.dumps(key.to_json()))]
+        self.client.eval(_RESTORE, 2, KEYS_HASH, VERSION_KEY, above, *pairs)
 
     def touch(self, used: dict[str, int]) -> None:
         # Last-used times do not move the version: they never change who may do what. Written only

@@ -44,13 +44,14 @@ class Tenancy:
         settings: Settings,
         registry: CollectorRegistry,
         shared: StateConnection | None,
-        keys_required: bool = False,
+        require_api_key: bool = False,
+        settings_keys: bool = False,
     ) -> Tenancy:
-        """`keys_required`: the settings name keys or `require_api_key`; the store's keys may add to
-        that (`KeyTable.at_start`)."""
+        """`settings_keys`: the settings name keys of their own; with those, or `require_api_key`, or a
+        key table in the store, the server requires keys (`KeyTable.at_start`)."""
         usage, metrics = open_usage_store(settings, shared), KeyMetrics(registry)
         return cls(
-            KeyTable.at_start(open_key_store(settings), keys_required),
+            KeyTable.at_start(open_key_store(settings), require_api_key, settings_keys),
             Limiter(shared),
             usage,
             metrics,
