@@ -138,3 +138,50 @@ def test_a_voice_made_shared_and_the_builtin_voices_are_every_keys(team) -> None
     assert speak(url, b, voice).status_code == 200
     assert speak(url, b, "alloy").status_code == 200
     assert websocket_config(url, b, "alloy")["type"] == "ready"
+
+
+def test_a_shared_voice_stays_its_creators_to_change_replace_and_delete(team) -> None:
+    url, a, b = team
+    voice = clone(url, a, "team_voice", shared="true")
+    assert httpx.get(f"{url}/v1/audio/voices/{voice}", headers=bearer(b)).status_code == 200
+    assert speak(url, b, voice).status_code == 200
+    for method, body in (("POST", {"name": "B's now"}), ("DELETE", None)):
+        answer = httpx.request(method, f"{url}/v1/audio/voices/{voice}", json=body, headers=bearer(b))
+        assert answer.status_code == 403, (method, answer.text)
+        assert answer.json()["error"]["code"] == "not_owner"
+    with pytest.raises(openai.ConflictError):  # B's upload under its name does not take it over
+        sdk(url, b).audio.voices.create(name=voice, consent=True, audio_sample=("s.wav", wav_clip()))
+    assert speak(url, a, voice).status_code == 200  # still A's: A uses, renames and deletes it
+    renamed = httpx.post(f"{url}/v1/audio/voices/{voice}", json={"name": "Team"}, headers=bearer(a))
+    assert renamed.status_code == 200 and renamed.json()["name"] == "Team"
+    assert httpx.delete(f"{url}/v1/audio/voices/{voice}", headers=bearer(a)).status_code == 200
+
+
+def test_a_shared_consent_is_cited_by_others_but_changed_only_by_its_creator(team) -> None:
+    url, a, b = team
+    made = httpx.post(
+        f"{url}/v1/audio/voice_consents",
+        data={"name": "Cy", "language": "en-US", "shared": "true"},
+        files={"recording": ("c.wav", wav_clip(2.0, pitch=140.0), "audio/wav")},
+        headers=bearer(a),
+    )
+    assert made.status_code == 200, made.text
+    consent = made.json()["id"]
+    assert sdk(url, b).audio.voice_consents.retrieve(consent).id == consent
+    renamed = httpx.post(f"{url}/v1/audio/voice_consents/{consent}", json={"name": "B"}, headers=bearer(b))
+    assert renamed.status_code == 403 and renamed.json()["error"]["code"] == "not_owner"
+    deleted = httpx.delete(f"{url}/v1/audio/voice_consents/{consent}", headers=bearer(b))
+    assert deleted.status_code == 403 and deleted.json()["error"]["code"] == "not_owner"
+    assert httpx.delete(f"{url}/v1/audio/voice_consents/{consent}", headers=bearer(a)).status_code == 200
+
+
+def test_voices_of_the_settings_keys_are_every_keys_to_speak_and_the_admins_to_change(team) -> None:
+    url, _, b = team
+    voice = clone(url, ADMIN, "house_voice")  # a settings key: ownerless, as voices.json's are
+    assert speak(url, b, voice).status_code == 200
+    for method, body in (("POST", {"name": "B's now"}), ("DELETE", None)):
+        answer = httpx.request(method, f"{url}/v1/audio/voices/{voice}", json=body, headers=bearer(b))
+        assert answer.status_code == 403 and answer.json()["error"]["code"] == "not_owner", answer.text
+    with pytest.raises(openai.ConflictError):
+        sdk(url, b).audio.voices.create(name=voice, consent=True, audio_sample=("s.wav", wav_clip()))
+    assert httpx.delete(f"{url}/v1/audio/voices/{voice}", headers=bearer(ADMIN)).status_code == 200

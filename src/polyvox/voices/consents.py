@@ -33,7 +33,8 @@ class ConsentRecord(BaseModel):
     language: str
     created: float  # Unix time; OpenAI's `created_at` is its whole seconds
     recording: str
-    owner: str | None = None  # the id of the API key it belongs to; None: every key may use it
+    owner: str | None = None  # the id of the API key that made it; None: every key's, changed by admin keys
+    shared: bool = False  # other keys may see and cite it too; only its owner and admin keys change it
 
     @property
     def created_at(self) -> int:
@@ -70,11 +71,11 @@ class ConsentStore:
         return ConsentRecord.model_validate(record)
 
     def page(
-        self, after: str | None, limit: int, owners: Callable[[str | None], bool] = lambda owner: True
+        self, after: str | None, limit: int, visible: Callable[[ConsentRecord], bool] = lambda record: True
     ) -> tuple[list[ConsentRecord], bool]:
         """Up to `limit` consents following the one with id `after` (from the start: None), and
-        whether more follow; only those whose owner `owners` accepts."""
-        records = [record for record in self.all() if owners(record.owner)]
+        whether more follow; only those `visible` accepts."""
+        records = [record for record in self.all() if visible(record)]
         start = 0
         if after is not None:
             ids = [r.id for r in records]
@@ -86,9 +87,16 @@ class ConsentStore:
         return records[start : start + limit], start + limit < len(records)
 
     def create(
-        self, name: str, language: str, data: bytes, suffix: str, owner: str | None = None
+        self,
+        name: str,
+        language: str,
+        data: bytes,
+        suffix: str,
+        owner: str | None = None,
+        shared: bool = False,
     ) -> ConsentRecord:
-        """Store a checked recording under a new id (`owner`: the API key it belongs to)."""
+        """Store a checked recording under a new id (`owner`: the API key that made it; `shared`:
+        other keys may use it too)."""
         consent_id = f"cons_{secrets.token_hex(12)}"
         suffix = suffix.lower() if suffix.lower() in AUDIO_SUFFIXES else ".audio"
         record = ConsentRecord(
@@ -98,6 +106,7 @@ class ConsentStore:
             created=time.time(),
             recording=f"{RECORDINGS}/{consent_id}{suffix}",
             owner=owner,
+            shared=shared,
         )
         with self.store.locked():
             index = self._index()

@@ -193,11 +193,11 @@ class VoiceRegistry:
         adapters = sorted(backend.adapters()) if backend is not None else ()
         return list(dict.fromkeys((*self.builtin_names(), *extra, *sorted(self._voices), *adapters)))
 
-    def owner_of(self, name: str) -> str | None:
-        """The API key a stored voice belongs to; None for a voice every key may use (builtin,
-        registered, made shared, or not stored here)."""
+    def access_of(self, name: str) -> tuple[str | None, bool]:
+        """A stored voice's owner (the API key that made it; None: every key's, as builtin and
+        registered voices and those made with the settings' keys are) and whether it is shared."""
         stored = self._voices.get(name)
-        return stored.entry.owner if stored is not None else None
+        return (stored.entry.owner, stored.entry.shared) if stored is not None else (None, False)
 
     def is_stored(self, name: str) -> bool:
         return name in self._voices
@@ -463,7 +463,13 @@ class VoiceRegistry:
             return self._store_voice(voice_id, data, suffix, entry, reference)
 
     async def design(
-        self, name: str, prompt: str, script: str | None, backend: Backend, owner: str | None = None
+        self,
+        name: str,
+        prompt: str,
+        script: str | None,
+        backend: Backend,
+        owner: str | None = None,
+        shared: bool = False,
     ) -> tuple[VoiceDetail, bool]:
         """Make a voice from a description: the engine designs it speaking `script` (default: the
         builtin voices' sentence) with a fixed seed, once, and the clip is stored as the voice.
@@ -484,7 +490,13 @@ class VoiceRegistry:
         frozen = await freeze_design(design, backend.as_written(), self.freezer.max_patches)
         reference = await anyio.to_thread.run_sync(reference_of, frozen, self.clip_rate)
         entry = VoiceEntry(
-            audio="", transcript=frozen.transcript, label=label, prompt=prompt, source="designed", owner=owner
+            audio="",
+            transcript=frozen.transcript,
+            label=label,
+            prompt=prompt,
+            source="designed",
+            owner=owner,
+            shared=shared,
         )
         return await anyio.to_thread.run_sync(
             self._store_voice, voice_id, frozen.wav, ".wav", entry, reference

@@ -69,7 +69,8 @@ class VoiceEntry(BaseModel):
     prompt: str | None = None
     source: Literal["registered", "uploaded", "designed"] = "registered"
     created: float | None = None
-    owner: str | None = None  # the id of the API key it belongs to; None: every key may use it
+    owner: str | None = None  # the id of the API key that made it; None: every key's, changed by admin keys
+    shared: bool = False  # other keys may list and speak it too; only its owner and admin keys change it
 
 
 def check_name(name: str) -> str:

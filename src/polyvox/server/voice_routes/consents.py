@@ -16,7 +16,7 @@ from starlette.datastructures import UploadFile
 from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError
 from polyvox.server.protocol import VoiceConsent, VoiceConsentDeleted, VoiceConsentList
-from polyvox.server.tenancy.ownership import check_consent, new_owner, owners
+from polyvox.server.tenancy.ownership import check_consent, new_access, visible_consent
 from polyvox.server.voice_routes.fields import read_fields
 from polyvox.server.voice_routes.voices import get_registry
 from polyvox.voices.clips import load_clip
@@ -48,8 +48,8 @@ async def create_consent(request: Request, registry: VoiceRegistry = Depends(get
     data = await upload.read()
     await anyio.to_thread.run_sync(load_clip, data, registry.limits, registry.clip_rate, "recording")
     suffix = Path(upload.filename or "").suffix
-    owner = new_owner(request, fields)  # the request's key's, unless `shared`
-    record = await anyio.to_thread.run_sync(consents.create, name, language, data, suffix, owner)
+    owner, shared = new_access(request, fields)  # the request's key's; others' too if `shared`
+    record = await anyio.to_thread.run_sync(consents.create, name, language, data, suffix, owner, shared)
     return _consent(record)
 
 
@@ -62,7 +62,7 @@ async def list_consents(
 ) -> VoiceConsentList:
     """Newest first; `after` is the last id of the previous page."""
     page = registry.consent_store().page
-    records, has_more = await anyio.to_thread.run_sync(page, after, limit, owners(request))
+    records, has_more = await anyio.to_thread.run_sync(page, after, limit, visible_consent(request))
     data = [_consent(r) for r in records]
     first, last = (data[0].id, data[-1].id) if data else (None, None)
     return VoiceConsentList(data=data, first_id=first, last_id=last, has_more=has_more)
@@ -81,7 +81,7 @@ async def update_consent(
     consent_id: str, request: Request, registry: VoiceRegistry = Depends(get_registry)
 ) -> VoiceConsent:
     """Rename a consent (its only changeable field; the recording stays as it was)."""
-    await anyio.to_thread.run_sync(check_consent, request, registry, consent_id)
+    await anyio.to_thread.run_sync(check_consent, request, registry, consent_id, True)
     fields = await read_fields(request, app_state(request.app).settings.max_request_bytes)
     name = check_text(fields.get("name"), "name")
     return _consent(await anyio.to_thread.run_sync(registry.consent_store().rename, consent_id, name))
@@ -92,6 +92,6 @@ async def delete_consent(
     consent_id: str, request: Request, registry: VoiceRegistry = Depends(get_registry)
 ) -> VoiceConsentDeleted:
     """Delete a consent and its recording; 409 while a voice cites it."""
-    await anyio.to_thread.run_sync(check_consent, request, registry, consent_id)
+    await anyio.to_thread.run_sync(check_consent, request, registry, consent_id, True)
     await anyio.to_thread.run_sync(registry.delete_consent, consent_id)
     return VoiceConsentDeleted(id=consent_id)

@@ -23,7 +23,7 @@ from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.protocol import REF_TEXT_FIELDS
 from polyvox.server.speech.admission import Overloaded
-from polyvox.server.tenancy.ownership import check_citable, check_replaceable, new_owner
+from polyvox.server.tenancy.ownership import check_citable, check_replaceable, new_access
 from polyvox.voices.detail import VoiceDetail
 from polyvox.voices.registry import VoiceRegistry, stores_designed_voices
 from polyvox.voices.store import VoiceEntry, check_text
@@ -47,10 +47,10 @@ async def create_from_fields(
     if not isinstance(name, str):
         raise APIError(400, "name: a voice name is required", param="name", code="missing_required_parameter")
     await check_replaceable(request, registry, name)
-    owner = new_owner(request, fields)  # the request's key's, unless `shared`
+    owner, shared = new_access(request, fields)  # the request's key's; others' too if `shared`
     if _creation_type(fields) == "prompt":
-        return await _from_prompt(request, registry, name, fields, owner)
-    return await _from_sample(request, registry, name, fields, owner)
+        return await _from_prompt(request, registry, name, fields, owner, shared)
+    return await _from_sample(request, registry, name, fields, owner, shared)
 
 
 def _creation_type(fields: Mapping[str, Any]) -> str:
@@ -64,7 +64,12 @@ def _creation_type(fields: Mapping[str, Any]) -> str:
 
 
 async def _from_sample(
-    request: Request, registry: VoiceRegistry, name: str, fields: Mapping[str, Any], owner: str | None
+    request: Request,
+    registry: VoiceRegistry,
+    name: str,
+    fields: Mapping[str, Any],
+    owner: str | None,
+    shared: bool,
 ) -> tuple[VoiceDetail, bool]:
     """A voice from an uploaded clip, stored only when the served engine could speak with it."""
     param = next((f for f in AUDIO_FIELDS if isinstance(fields.get(f), UploadFile)), None)
@@ -83,6 +88,7 @@ async def _from_sample(
         "inference_timesteps": _field(fields, ("inference_timesteps",)),
         "emotion": _field(fields, ("emotion",)),
         "owner": owner,
+        "shared": shared,
     }
     consent = _field(fields, ("consent",))
     if isinstance(consent, str) and consent.strip().lower() not in CONSENT_WORDS:
@@ -127,7 +133,12 @@ async def _add_clip(
 
 
 async def _from_prompt(
-    request: Request, registry: VoiceRegistry, name: str, fields: Mapping[str, Any], owner: str | None
+    request: Request,
+    registry: VoiceRegistry,
+    name: str,
+    fields: Mapping[str, Any],
+    owner: str | None,
+    shared: bool,
 ) -> tuple[VoiceDetail, bool]:
     """Design the voice with the engine, as one request in flight (an admission slot, the deadline)."""
     prompt = check_text(fields.get("prompt"), "prompt", MAX_PROMPT_CHARS, multiline=True)
@@ -136,7 +147,7 @@ async def _from_prompt(
     service = app_state(request.app).service
     backend = app_state(request.app).backend
     if not stores_designed_voices(backend.info):
-        return await registry.design(name, prompt, script, backend, owner)  # a 422 before any work
+        return await registry.design(name, prompt, script, backend, owner, shared)  # a 422 first
     with service.accept():  # 503 while draining; in flight (a drain waits for it) from here
         if service.cold_start is not None:  # idle_unload_s / load_on_demand: a cold engine loads now
             await service.cold_start.loaded()
@@ -153,7 +164,7 @@ async def _from_prompt(
             async with asyncio.timeout(timeout_s):
                 await service.admission.acquire()
                 admitted = True
-                return await registry.design(name, prompt, script, backend, owner)
+                return await registry.design(name, prompt, script, backend, owner, shared)
         except Overloaded as exc:
             raise APIError(
                 429, str(exc), code="rate_limit_exceeded", headers={"Retry-After": str(exc.retry_after_s)}

@@ -28,7 +28,7 @@ from polyvox.server.protocol import (
     WebUIVoice,
     WebUIVoiceList,
 )
-from polyvox.server.tenancy.ownership import check_voice, visible_voices
+from polyvox.server.tenancy.ownership import check_changeable, check_voice, visible_voices
 from polyvox.server.voice_routes.creation import create_from_fields
 from polyvox.server.voice_routes.fields import read_fields
 from polyvox.voices.detail import VoiceDetail
@@ -150,7 +150,7 @@ async def rename_voice(
     voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
 ) -> VoiceDetail:
     """Change a stored voice's display `name` (JSON or form); its id, clip and prompt hash stay."""
-    await check_voice(request, registry, voice_id)
+    await check_changeable(request, registry, voice_id)
     fields = await read_fields(request, app_state(request.app).settings.max_request_bytes)
     return await anyio.to_thread.run_sync(registry.rename, voice_id, fields.get("name"))
 
@@ -159,7 +159,7 @@ async def rename_voice(
 async def delete_voice(
     voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
 ) -> VoiceDeleted:
-    await check_voice(request, registry, voice_id)
+    await check_changeable(request, registry, voice_id)
     await anyio.to_thread.run_sync(registry.delete, voice_id)
     return VoiceDeleted(id=voice_id)
 
