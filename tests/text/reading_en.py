@@ -89,6 +89,11 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("It was the 1960’s.", ["it was the nineteen sixties"]),
     ],
     "year": [
+        (
+            "Top 5 tips for 2025:",
+            ["top five tips for twenty twenty five", "top five tips for two thousand [and] twenty five"],
+        ),
+        ("The 2020 Olympics.", ["the twenty twenty olympics"]),
         ("It's 2024.", ["it's twenty twenty four", "it's two thousand [and] twenty four"]),
         ("In 1999 we left.", ["in nineteen ninety nine we left"]),
         ("In 2010 we met.", ["in twenty ten we met", "in two thousand [and] ten we met"]),
@@ -158,6 +163,7 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ),
     ],
     "time": [
+        ("Dinner at 8.30pm.", ["dinner at eight thirty {pm|p_m}"]),
         ("The meeting is 9:00-10:30.", ["the meeting is nine [o'clock] to ten thirty"]),
         ("Open 9am-5pm daily.", ["open nine {am|a_m} to five {pm|p_m} daily"]),
         ("At 9:00 we start.", ["at nine o'clock we start", "at nine we start"]),
@@ -173,6 +179,8 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("The ratio is 16:9.", ["the ratio is sixteen {to|by} nine"]),
     ],
     "phone": [
+        ("Dial 911.", ["dial nine one one"]),
+        ("ZIP code 90210.", ["zip code nine {zero|oh|o} two one {zero|oh|o}"]),
         ("Call 555-1234 now.", ["call five five five one two three four now"]),
         ("Call (555) 123-4567.", ["call five five five one two three four five six seven"]),
         (
@@ -235,6 +243,8 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("Only 0.1% failed.", ["only [zero] point one percent failed"]),
     ],
     "unit": [
+        ("It took 9.58s.", ["it took nine point five eight seconds"]),
+        ("The room is 12x14 ft.", ["the room is twelve by fourteen {feet|foot}"]),
         ("He is 6'2\" tall.", ["he is six {feet|foot} two [inches] tall"]),
         ("It weighs 10 kg.", ["it weighs ten {kilograms|kilos}"]),
         ("Run 5 km.", ["run five {kilometers|kilometres}"]),
@@ -289,6 +299,7 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("Item No. 5 is here.", ["item number five is here"]),
     ],
     "range": [
+        ("It's a 50-50 chance.", ["it's a fifty fifty chance"]),
         ("It takes 3-5 days.", ["it takes three to five days"]),
         ("The score was 3-2.", ["the score was three [to] two"]),
         ("Pages 10–20.", ["pages ten {to|through} twenty"]),

@@ -230,7 +230,9 @@ def _number_sign(match: re.Match[str]) -> str:
 
 
 def _dimensions(match: re.Match[str]) -> str:
-    return " by ".join(decimal(side) for side in match.groups())
+    width, height, unit = match.groups()
+    spoken = f"{decimal(width)} by {decimal(height)}"
+    return f"{spoken} {tables.UNITS[unit][1]}" if unit else spoken
 
 
 def _times(match: re.Match[str]) -> str:
@@ -239,6 +241,8 @@ def _times(match: re.Match[str]) -> str:
 
 def _range(match: re.Match[str]) -> str:
     low, high = match.groups()
+    if low == high:  # "a 50-50 chance"
+        return f"{decimal(low)} {decimal(high)}"
     if re.fullmatch(_YEAR, low) and (re.fullmatch(_YEAR, high) or len(high) == 2):
         return f"{year(low)} to {_year_words(high) if len(high) == 2 else year(high)}"
     return f"{decimal(low)} to {decimal(high)}"
@@ -307,9 +311,18 @@ _RULES: list[Rule] = [
         ),
         lambda m: f"{m[1]} to ",
     ),
-    (re.compile(r"(?<![\w:.])(\d{1,2})(?::(\d{2}))?\s?([AaPp])(\.[Mm]\.|[Mm]\b)"), _time_of_day),
+    (re.compile(r"(?<![\w:.])(\d{1,2})(?:[:.](\d{2}))?\s?([AaPp])(\.[Mm]\.|[Mm]\b)"), _time_of_day),
     (re.compile(r"(?<![\w:.])(\d{1,2}):(\d{2})(?::(\d{2}))?(?![\w:]|\.\d)"), _clock_time),
     (re.compile(r"(?<![\w:.])(\d+):(\d+)(?![\w:]|\.\d)"), lambda m: f"{cardinal(m[1])} to {cardinal(m[2])}"),
+    # digit by digit: "911", "ZIP code 90210", "PIN 1234"; seconds glued to a decimal: "9.58s"
+    (re.compile(r"(?<![\w.,-])911(?![\w]|[.,-]\d)"), lambda m: "nine one one"),
+    (
+        re.compile(
+            r"\b((?:ZIP|[Zz]ip)(?: [Cc]ode)?|[Pp]ost ?code|PIN|[Pp]in code)(:?\s)(\d{3,10})(?![\w]|[.,-]\d)"
+        ),
+        lambda m: f"{m[1]}{m[2]}{digits_one_by_one(m[3])}",
+    ),
+    (re.compile(rf"{_START}(\d+\.\d+)s\b"), lambda m: f"{decimal(m[1])} seconds"),
     # heights: 6'2"
     (
         re.compile(r"(?<![\w.])(\d{1,2})['’]\s?(\d{1,2})(?:\"|''|”)"),
@@ -354,7 +367,12 @@ _RULES: list[Rule] = [
     (re.compile(r"(?<![\w&])#\s?(\d[\d,]*\d|\d)(?![\w])"), _number_sign),
     (re.compile(r"\bNo\.\s?(?=\d)"), lambda m: "number "),
     # "1920x1080", "2x faster"
-    (re.compile(rf"{_START}(\d+(?:\.\d+)?)\s?[x×]\s?(\d+(?:\.\d+)?){_END}"), _dimensions),
+    (
+        re.compile(
+            rf"{_START}(\d+(?:\.\d+)?)\s?[x×]\s?(\d+(?:\.\d+)?)(?:\s?({_alternatives(tables.UNITS)})(?![\w/]))?{_END}"
+        ),
+        _dimensions,
+    ),
     (re.compile(rf"{_START}(\d+(?:\.\d+)?)x\b"), _times),
     # ranges and scores: "3-5 days", "1990-1995", "3-2"
     (re.compile(rf"(?<![\w.,-])({_AMOUNT}){_DASH}({_AMOUNT}){_END}"), _range),
@@ -365,7 +383,7 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"(?<![\w.,])(\d{1,4}) ?(AD|BC|BCE|CE)\b"), _era_year),
     (
-        re.compile(r"(?<![\w.,$€£¥#+-])(1[89]\d\d|20\d\d)(?=[.!?;,]?(?:\s|$))(?![.,]\d)(?!\s[a-z])"),
+        re.compile(r"(?<![\w.,$€£¥#+-])(1[89]\d\d|20\d\d)(?=[.!?;:,]?(?:\s|$))(?![.,]\d)(?!\s[a-z])"),
         lambda m: year(m[1]),
     ),
     # signs: "-5", "+3", "±2"
