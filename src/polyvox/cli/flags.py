@@ -74,9 +74,13 @@ def _flag_type(annotation: Any) -> tuple[Callable[[str], Any], tuple[Any, ...] |
 
 
 def add_settings_flags(parser: argparse.ArgumentParser, names: Iterable[str] | None = None) -> None:
-    """One `--flag` per Settings field named (e.g. `--max-num-seqs`; all of them by default), plus
-    `--config FILE` and `--debug`."""
-    group = parser.add_argument_group("settings (also POLYVOX_* environment variables)")
+    """One `--flag` per Settings field named (e.g. `--max-num-seqs`; all of them by default), in the
+    groups of docs/configuration.md (`settings.groups`), plus `--config FILE` and `--debug`."""
+    from polyvox.settings.groups import grouped_settings
+
+    group = parser.add_argument_group(
+        "settings", "Every setting is also a POLYVOX_* environment variable (docs/configuration.md)."
+    )
     group.add_argument(
         "--config", metavar="FILE", help="TOML or JSON settings file (same as POLYVOX_CONFIG)."
     )
@@ -85,15 +89,22 @@ def add_settings_flags(parser: argparse.ArgumentParser, names: Iterable[str] | N
         action="store_true",
         help="Log at debug level, and show the Python traceback of a failure to start.",
     )
-    for name in Settings.model_fields if names is None else names:
-        _add_flag(group, name)
+    wanted = set(Settings.model_fields if names is None else names)
+    for title, members in grouped_settings():
+        shown = [name for name in members if name in wanted]
+        if shown:
+            section = parser.add_argument_group(title)
+            for name in shown:
+                _add_flag(section, name)
 
 
 def _add_flag(group: argparse._ArgumentGroup, name: str) -> None:
     field = Settings.model_fields[name]
     flag = "--" + name.replace("_", "-")
     kind, choices = _flag_type(field.annotation)
-    help_text = f"{field.description} (default: {field.get_default(call_default_factory=True)})"
+    help_text = field.description or ""
+    if "(default" not in help_text:  # a description may say its default in its own words
+        help_text += f" (default: {field.get_default(call_default_factory=True)})"
     if kind is bool:
         action = argparse.BooleanOptionalAction
         group.add_argument(flag, dest=name, action=action, default=argparse.SUPPRESS, help=help_text)
