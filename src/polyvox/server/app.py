@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from polyvox import __version__
 from polyvox.backends.base import Backend
 from polyvox.cache import describe_cache
-from polyvox.server import catalog, tracing, ui
+from polyvox.server import catalog, openapi_errors, tracing, ui
 from polyvox.server.admin import keys as admin_keys
 from polyvox.server.admin import lexicon, lora
 from polyvox.server.app_state import AppState, app_state
@@ -192,6 +192,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.include_router(health.router)
     if settings.ui:
         ui.install(app)
+    openapi_errors.install(app)  # the document lists each route's error answers, in OpenAI's shape
     # Every path needs an API key when keys are configured (but auth.OPEN_PATHS), checked before routing;
     # the metrics middleware, outside it and the body deadline, counts the refusals and the 408s too; the
     # request id, outermost, names every answer and log line.
