@@ -121,8 +121,9 @@ def concrete(path: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[tuple[str, dict[str, dict[str, str]], dict[str, set[str]]]]:
-    app = create_app(Settings(admin_api_keys=[ADMIN], api_keys=[USER]), FakeBackend())
+def server(tmp_path_factory) -> Iterator[tuple[str, dict[str, dict[str, str]], dict[str, set[str]]]]:
+    voices = tmp_path_factory.mktemp("matrix-voices")  # its named keys stay its own
+    app = create_app(Settings(admin_api_keys=[ADMIN], api_keys=[USER], voices_dir=voices), FakeBackend())
     with running_server(app) as url:
         credentials = {
             "none": {},

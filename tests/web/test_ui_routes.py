@@ -74,8 +74,8 @@ def test_ui_voices_gives_every_voices_details_in_one_answer_and_only_with_a_key(
     assert answer["default"] == "alloy"
 
 
-def test_ui_voices_needs_the_voices_scope_as_the_voice_routes_do(serve):
-    url = serve(admin_api_keys=["admin-key"])
+def test_ui_voices_needs_the_voices_scope_as_the_voice_routes_do(serve, tmp_path):
+    url = serve(admin_api_keys=["admin-key"], voices_dir=tmp_path)  # its named keys stay its own
     admin = {"Authorization": "Bearer admin-key"}
 
     def named(scopes: list[str]) -> dict[str, str]:
