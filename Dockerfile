@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # polyvox on an NVIDIA GPU: VoxCPM2 through the continuous-batching engine.
-#   docker build -t polyvox:cuda .
-#   docker run --gpus device=0 -p 8000:8000 -v polyvox-models:/data/models polyvox:cuda
+#   docker build -t polyvox:0.1.0-cuda .
+#   docker run --gpus device=0 -p 8000:8000 -v polyvox-models:/data/models polyvox:0.1.0-cuda
 # torch's CUDA wheels carry the CUDA runtime; the host needs only the NVIDIA driver and the
 # NVIDIA Container Toolkit. Configuration is by POLYVOX_* environment variables (see README).
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
@@ -9,8 +9,9 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 FROM ${PYTHON_IMAGE} AS build
 ARG TORCH_VERSION=2.13.0
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128
-# The embedded (GPL) voice is left out: this image serves VoxCPM2.
-ARG EXTRAS=text,redis
+# The embedded (GPL) voice is left out: this image serves VoxCPM2 ("voxcpm": PyTorch, the CUDA build
+# installed just below).
+ARG EXTRAS=voxcpm,text,redis
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/polyvox
 ENV PATH=/opt/polyvox/bin:$PATH

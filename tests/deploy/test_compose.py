@@ -174,3 +174,14 @@ def test_replicas_share_redis_and_stop_after_their_drain():
     assert "@redis:6379/" in env["POLYVOX_STATE_URL"]
     # only entries with a TTL (the audio cache) may be evicted: voices have none
     assert "--maxmemory-policy volatile-lru" in redis
+
+
+@pytest.mark.parametrize("files", [[COMPOSE], [COMPOSE, GPU]], ids=["cpu", "gpu"])
+def test_every_replica_takes_the_clients_address_from_nginx(files):
+    """uvicorn believes X-Forwarded-For only from FORWARDED_ALLOW_IPS (default 127.0.0.1, never
+    nginx's container address); tests/deploy/test_nginx_proxy.py runs the value through nginx."""
+    result = compose_config(files, **SECRETS)
+    assert result.returncode == 0, result.stderr
+    services = yaml.safe_load(result.stdout)["services"]
+    for name in replicas({"services": services}):
+        assert services[name]["environment"]["FORWARDED_ALLOW_IPS"] == "*", name

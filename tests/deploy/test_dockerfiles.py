@@ -6,6 +6,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import subprocess
+import tomllib
 
 import pytest
 
@@ -61,3 +62,12 @@ def test_the_image_knows_the_commit_it_was_built_from(name):
     final_stage = (ROOT / name).read_text().rsplit("\nFROM ", 1)[1]
     assert re.search(r"^ARG POLYVOX_COMMIT=", final_stage, re.M)
     assert "POLYVOX_COMMIT=${POLYVOX_COMMIT}" in final_stage
+
+
+@pytest.mark.parametrize(("name", "flavour"), [("Dockerfile", "cuda"), ("Dockerfile.cpu", "cpu")])
+def test_the_header_tags_the_image_as_compose_and_the_docs_do(name, flavour):
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    header = [line for line in (ROOT / name).read_text().splitlines() if line.startswith("#")]
+    tags = set(re.findall(r"polyvox:(\S+)", "\n".join(header)))
+    assert tags == {f"{version}-{flavour}"}
+    assert f"polyvox:{version}-{flavour}" in (ROOT / "docs" / "deployment.md").read_text()

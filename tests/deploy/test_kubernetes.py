@@ -72,6 +72,25 @@ def test_probes_and_termination_let_the_drain_finish(overlay):
     assert pod["terminationGracePeriodSeconds"] > float(command[1]) + grace
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_startup_probe_waits_for_the_model_and_readiness_tolerates_a_slow_answer(overlay):
+    """The startup probe asks /ready, which is 503 until the engine can synthesise (/health is 200
+    from the first second), for minutes; readiness takes a pod out after several misses, not one."""
+    pod = server_pod(resources(render(overlay)))
+    container = next(c for c in pod["containers"] if c["name"] == "polyvox")
+    startup, readiness = container["startupProbe"], container["readinessProbe"]
+    assert startup["httpGet"]["path"] == "/ready"
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 300
+    assert readiness["failureThreshold"] >= 3 and readiness["timeoutSeconds"] >= 5
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_pods_take_the_clients_address_from_the_ingress(overlay):
+    docs = resources(render(overlay))
+    config = next(doc for (kind, _), doc in docs.items() if kind == "ConfigMap")
+    assert config["data"]["FORWARDED_ALLOW_IPS"] == "*"  # the NetworkPolicy admits only the ingress et al.
+
+
 def test_gpu_overlay_asks_for_one_gpu_per_replica():
     pod = resources(render("gpu"))[("Deployment", "polyvox")]["spec"]["template"]["spec"]
     assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1

@@ -14,11 +14,12 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+import yaml
 
 from deploy.tools import DEPLOY, system_tool
 from helpers import nginx
 from helpers.audio import decode
-from helpers.serve_process import free_port
+from helpers.serve_process import free_port, polyvox_serve
 
 PLAIN_SITES = ("polyvox.conf", "compose.conf")
 TLS_SITES = ("polyvox-tls.conf", "compose-tls.conf")
@@ -113,3 +114,34 @@ def test_the_tls_site_redirects_plain_http_to_https(site, embedded_url, certific
             assert answer.status_code == 301
             assert answer.headers["location"] == f"https://127.0.0.1{path}"
             assert not answer.content.startswith(b"RIFF")  # nothing was spoken over plain HTTP
+
+
+def compose_replica_env() -> dict[str, str]:
+    """The environment the shipped Compose file gives its replicas (the `x-polyvox` anchor's)."""
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    return {name: str(value) for name, value in compose["services"]["polyvox-1"]["environment"].items()}
+
+
+def test_the_clients_address_reaches_the_access_log_through_the_compose_proxy(tmp_path):
+    """nginx reaches a Compose replica from its own container address, never the replica's loopback:
+    here from 127.0.0.2 (`proxy_bind`), the client from 127.0.0.3. The replica's access line names the
+    client, not nginx, and not an address the client wrote into X-Forwarded-For itself."""
+    binary = system_tool("nginx", "nginx")
+    trusted = {"FORWARDED_ALLOW_IPS": compose_replica_env()["FORWARDED_ALLOW_IPS"]}
+    flags = ("--voices-dir", str(tmp_path / "voices"), "--log-level", "info")
+    with polyvox_serve(*flags, env=trusted) as (server, url):
+        port = free_port()
+        conf = nginx.retarget((DEPLOY / "nginx" / "compose.conf").read_text(), [upstream_of(url)], port)
+        listen = f"listen 127.0.0.1:{port};"
+        conf = conf.replace(listen, f"{listen}\n    proxy_bind 127.0.0.2;", 1)
+        with nginx.running_nginx(binary, conf, port) as proxied:
+            client = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.3"))
+            body = {"model": "tts-1", "voice": "alloy", "input": "Who is asking?", "response_format": "wav"}
+            forged = {"X-Forwarded-For": "203.0.113.9"}
+            answer = client.post(f"{proxied}/v1/audio/speech", json=body, headers=forged, timeout=60)
+            assert answer.status_code == 200
+        server.terminate()
+        log = server.communicate(timeout=60)[0]
+    access = [line for line in log.splitlines() if '"POST /v1/audio/speech' in line]
+    assert len(access) == 1, log
+    assert " 127.0.0.3:" in access[0] and "127.0.0.2" not in access[0] and "203.0.113.9" not in access[0]

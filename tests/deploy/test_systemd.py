@@ -39,3 +39,9 @@ def test_stop_waits_for_the_drain():
     assert service["Restart"] == "on-failure"
     grace = Settings.model_fields["shutdown_grace_s"].default
     assert float(service["TimeoutStopSec"]) > grace
+
+
+def test_the_client_address_is_taken_from_nginx_on_this_host():
+    lines = UNIT.read_text().splitlines()
+    assert "Environment=FORWARDED_ALLOW_IPS=127.0.0.1,::1" in lines
+    assert "Environment=POLYVOX_HOST=127.0.0.1" in lines  # so only nginx on this host reaches it
