@@ -2,7 +2,7 @@
 // what the server offers; a server that needs a key the page lacks says so at the top.
 
 import { apiKey, explain } from "./api.js";
-import { loadConfig, loadVoices } from "./catalog.js";
+import { catalog, catalogEvents, loadConfig, loadVoices } from "./catalog.js";
 import { CloneTab } from "./clone.js";
 import { CodeTab } from "./code.js";
 import { StreamPlayer } from "./player.js";
@@ -69,9 +69,16 @@ async function start() {
           ? `The server refused this API key: ${error.message}`
           : "This server requires an API key: enter it in the API key field above.",
       );
+      speak.locked(apiKey.get() ? "enter a key the server accepts" : "enter the API key first");
       $("api-key").focus();
+    } else if (error.status === 403 && catalog.config) {
+      // a key without the voices scope speaks, but may not list the voices: it speaks the default one
+      notice(`This key cannot list the voices (${error.message}); it speaks the default voice.`);
+      catalog.voices = [{ id: "alloy", name: "Alloy", source: "default voice" }];
+      catalogEvents.dispatchEvent(new Event("voices"));
     } else {
       notice(`The server's settings could not be loaded: ${explain(error)}`);
+      speak.locked("the server's voices could not be loaded");
     }
   }
 }

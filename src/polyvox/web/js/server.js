@@ -1,7 +1,10 @@
 // The Server tab: readiness (GET /ready) and the live figures of GET /metrics, refreshed every two
-// seconds while the tab is shown and the page visible.
+// seconds while the tab is shown and the page visible, with the last minutes of four of them as small
+// charts. Where /metrics is not served (a proxy keeps it internal: the shipped nginx answers 404) the
+// tab says so and stops asking.
 
 import { errorOf, showError } from "./api.js";
+import { Series, draw } from "./charts.js";
 import { parseMetrics, total } from "./prometheus.js";
 
 const $ = (id) => document.getElementById(id);
@@ -15,11 +18,31 @@ function percent(share) {
   return share === null || Number.isNaN(share) ? "–" : `${(share * 100).toFixed(1)} %`;
 }
 
+const TTFA = "polyvox_time_to_first_audio_seconds";
+
+const CHARTS = {
+  throughput: { format: (v) => `${v.toFixed(1)} audio-s/s`, floor: 1 },
+  ttfa: { format: (v) => `${v.toFixed(2)} s`, floor: 0.5 },
+  queue: { format: (v) => `${v.toFixed(0)}`, floor: 4 },
+  running: { format: (v) => `${v.toFixed(0)}`, floor: 4 },
+};
+
+/** Why the figures cannot be shown: /metrics answered `status` here. */
+class MetricsUnavailable extends Error {
+  constructor(status) {
+    super(`/metrics answered ${status} here`);
+    this.status = status;
+  }
+}
+
 export class ServerTab {
   constructor(badge) {
     this.badge = badge;
     this.timer = null;
     this.shown = false;
+    this.unavailable = false; // /metrics is not served here: no more scrapes
+    this.series = Object.fromEntries(Object.keys(CHARTS).map((name) => [name, new Series()]));
+    this.previous = null; // the last scrape's counters, for rates
     $("server-live").addEventListener("change", () => this.#schedule());
     document.addEventListener("visibilitychange", () => this.#schedule());
   }
@@ -33,7 +56,7 @@ export class ServerTab {
   #schedule() {
     clearInterval(this.timer);
     this.timer = null;
-    if (this.shown && $("server-live").checked && document.visibilityState === "visible") {
+    if (this.shown && !this.unavailable && $("server-live").checked && document.visibilityState === "visible") {
       this.timer = setInterval(() => this.refresh(), REFRESH_MS);
     }
   }
@@ -53,21 +76,84 @@ export class ServerTab {
     return { ready: false, message: error.message };
   }
 
+  async #metrics() {
+    const response = await fetch("metrics");
+    if (!response.ok) throw new MetricsUnavailable(response.status);
+    return parseMetrics(await response.text());
+  }
+
   async refresh() {
+    if (this.unavailable) {
+      this.#renderReady(await this.readiness().catch(() => ({ ready: false, message: "unreachable" })));
+      return;
+    }
     try {
-      const [ready, metrics] = await Promise.all([this.readiness(), fetch("metrics").then((r) => r.text())]);
-      this.#render(ready, parseMetrics(metrics));
+      const [ready, samples] = await Promise.all([this.readiness(), this.#metrics()]);
+      this.#renderReady(ready);
+      this.#render(samples);
       showError($("server-error"), null);
       $("server-updated").textContent = `Updated ${new Date().toLocaleTimeString()}`;
     } catch (error) {
-      showError($("server-error"), error);
+      if (error instanceof MetricsUnavailable) this.#withoutMetrics(error);
+      else showError($("server-error"), error);
     }
   }
 
-  #render(ready, samples) {
+  /** Say the figures are not available where the page is served from, and stop scraping. */
+  #withoutMetrics(error) {
+    this.unavailable = true;
+    this.#schedule();
+    $("server-live").checked = false;
+    $("server-live").disabled = true;
+    const note = $("server-unavailable");
+    note.textContent =
+      `The server's figures are not available here: ${error.message} (a proxy in front of polyvox, ` +
+      "such as the shipped nginx, keeps /metrics to the internal network). Readiness is still shown; " +
+      "ask for the figures where /metrics is served (Prometheus, Grafana).";
+    note.hidden = false;
+    $("server-charts").hidden = true;
+    for (const figure of $("server-figures").querySelectorAll("dd")) {
+      if (!["server-ready", "server-engine", "server-model"].includes(figure.id)) figure.closest("div").hidden = true;
+    }
+    $("server-updated").textContent = "";
+    this.refresh();
+  }
+
+  #renderReady(ready) {
     $("server-ready").textContent = ready.ready ? "ready" : `no: ${ready.message}`;
     $("server-engine").textContent = ready.engine || "–";
     $("server-model").textContent = ready.model || "–";
+  }
+
+  /** The charts' next points: rates between this scrape and the one before, gauges as they are. */
+  #chart(samples) {
+    const now = Date.now();
+    const counters = {
+      t: now,
+      audio: total(samples, "polyvox_audio_seconds_total") ?? 0,
+      ttfaSum: total(samples, `${TTFA}_sum`) ?? 0,
+      ttfaCount: total(samples, `${TTFA}_count`) ?? 0,
+    };
+    const before = this.previous;
+    this.previous = counters;
+    this.series.queue.add(now, total(samples, "polyvox_queue_depth"));
+    this.series.running.add(now, total(samples, "polyvox_requests_in_flight"));
+    if (before && counters.audio >= before.audio) {
+      const seconds = (now - before.t) / 1000;
+      this.series.throughput.add(now, seconds > 0 ? (counters.audio - before.audio) / seconds : null);
+      const answered = counters.ttfaCount - before.ttfaCount;
+      this.series.ttfa.add(now, answered > 0 ? (counters.ttfaSum - before.ttfaSum) / answered : null);
+    }
+    for (const [name, options] of Object.entries(CHARTS)) {
+      const figure = document.querySelector(`#server-charts [data-series="${name}"]`);
+      draw(figure.querySelector("svg"), this.series[name], now, options);
+      const latest = this.series[name].latest();
+      figure.querySelector(".now").textContent = latest === null ? "–" : options.format(latest);
+    }
+  }
+
+  #render(samples) {
+    this.#chart(samples);
     $("server-queue").textContent = number(total(samples, "polyvox_queue_depth"));
     const engineRunning = total(samples, "polyvox_engine_running_requests");
     const running = number(total(samples, "polyvox_requests_in_flight"));

@@ -74,6 +74,7 @@ export class SpeakTab {
     this.player = player;
     this.controller = null;
     this.last = null; // the last request that finished, for its download
+    this.available = false; // the server's models and voices are loaded: Speak can send a request
     $("speak-button").addEventListener("click", () => this.speak());
     $("stop-button").addEventListener("click", () => this.stop());
     $("download-button").addEventListener("click", () => this.download());
@@ -108,6 +109,7 @@ export class SpeakTab {
     const emotions = $("speak-emotion");
     emotions.replaceChildren(new Option("the voice's", ""), ...config.emotions.map((name) => new Option(name, name)));
     for (const element of document.querySelectorAll(".voxcpm")) element.hidden = !config.can_clone;
+    // (hidden in the page until this config says the engine has them: VoxCPM2's controls)
     $("design-note").hidden = config.can_clone;
     $("speak-cfg").placeholder = `server default ${config.cfg_value}`;
     $("speak-timesteps").placeholder = `server default ${config.inference_timesteps}`;
@@ -133,6 +135,22 @@ export class SpeakTab {
     select.replaceChildren(...groups.values());
     if (catalog.voices.some((voice) => voice.id === previous)) select.value = previous;
     this.#describeVoice();
+    this.available = true;
+    if (!this.controller) $("speak-button").disabled = false;
+    if (this.lockedText === $("speak-status").textContent) $("speak-status").textContent = "";
+    this.lockedText = null;
+  }
+
+  /** The server's voices cannot be listed (it needs a key the page lacks, say): Voice and Model say
+   * `reason`, Speak is off, and no engine's own controls are shown. */
+  locked(reason) {
+    this.available = false;
+    for (const id of ["speak-voice", "speak-model"]) $(id).replaceChildren(new Option(reason, ""));
+    for (const element of document.querySelectorAll(".voxcpm")) element.hidden = true;
+    $("design-note").hidden = true;
+    $("voice-description").textContent = "";
+    $("speak-button").disabled = true;
+    $("speak-status").textContent = this.lockedText = `${reason[0].toUpperCase()}${reason.slice(1)}.`;
   }
 
   /** Select voice `id` (after it was added, say). */
@@ -165,7 +183,7 @@ export class SpeakTab {
   }
 
   async speak() {
-    if (this.controller) return;
+    if (this.controller || !this.available) return;
     showError($("speak-error"), null);
     this.controller = new AbortController();
     this.#busy(true);
