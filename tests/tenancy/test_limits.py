@@ -125,6 +125,18 @@ def test_a_key_at_its_streams_is_refused_another_until_one_ends(server) -> None:
     assert raw_speak(url, key).status_code == 200
 
 
+def test_a_one_stream_key_speaks_back_to_back_on_one_keep_alive_connection(server) -> None:
+    url, _ = server
+    key = make_key(url, "back-to-back", max_streams=1)
+    body = {"model": "tts-1", "voice": "alloy", "input": "next one", "response_format": "wav"}
+    with httpx.Client(headers=bearer(key), timeout=30) as client:  # one connection, kept alive
+        statuses = [client.post(f"{url}/v1/audio/speech", json=body).status_code for _ in range(6)]
+    assert statuses == [200] * 6  # the place is free once the last byte is sent, not later
+    sdk = openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0)
+    for _ in range(6):  # the official client, no retries: never a 429
+        assert sdk.audio.speech.create(model="tts-1", voice="alloy", input="again").content
+
+
 def test_the_settings_keys_and_unlimited_keys_have_no_limit_headers(server) -> None:
     url, _ = server
     answer = raw_speak(url, make_key(url, "unlimited"))

@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     from polyvox.state.connection import StateConnection
 
 WINDOW_S = 60
-STREAM_LEASE_S = 3600.0  # a stream whose process died stops counting after this long (Redis)
+# A stream's lease in Redis lasts STREAM_LEASE_S and is renewed every STREAM_RENEW_S while it lives,
+# so a stream whose process died stops counting within STREAM_LEASE_S.
+STREAM_LEASE_S = 15.0
+STREAM_RENEW_S = 5.0
 _PREFIX = "polyvox:limits:"
 
 # KEYS: the window's request and character counters. ARGV: requests per minute, characters per minute
@@ -35,13 +38,22 @@ c = redis.call('INCRBY', KEYS[2], n); redis.call('EXPIRE', KEYS[2], ARGV[4])
 return {1, r, c}
 """
 # KEYS: the key's open streams (a sorted set of leases by expiry). ARGV: now, the limit, the lease's
-# expiry, its id.
+# expiry, its id. Answers 1 when opened, else -(the earliest lease's expiry) as a string.
 _OPEN_STREAM = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  return tostring(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2])
+end
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
 redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[3]) - tonumber(ARGV[1])))
 return 1
+"""
+# KEYS: the key's open streams. ARGV: the lease's new expiry, its id. Only a lease still there.
+_RENEW_STREAM = """
+if redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+  redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+end
 """
 
 
@@ -61,7 +73,8 @@ class RateLimited(Exception):
         what = {
             "requests": f"{limits.requests_per_minute} requests per minute",
             "characters": f"{limits.characters_per_minute} input characters per minute",
-            "streams": f"{limits.max_streams} speech streams at once",
+            "streams": f"{limits.max_streams} speech streams at once (a place frees as a stream ends; "
+            f"one whose server died stops counting within {STREAM_LEASE_S:.0f} s)",
         }[which]
         super().__init__(f"rate limit reached for this key: {what}; try again in {retry_after_s} s")
         self.which = which
@@ -89,6 +102,14 @@ def window_headers(limits: KeyLimits, window: Window) -> dict[str, str]:
             headers[f"x-ratelimit-remaining-{suffix}"] = str(max(0, limit - used))
             headers[f"x-ratelimit-reset-{suffix}"] = reset
     return headers
+
+
+def stream_retry_after(earliest_expiry: float, now: float) -> int:
+    """Retry-After for a key at its `max_streams` in Redis: 1 s while every lease is being renewed (a
+    stream may end at any moment); when the earliest one missed its renewals (its process died), the
+    seconds until it lapses."""
+    left = earliest_expiry - now
+    return max(1, math.ceil(left)) if left < STREAM_LEASE_S - 2 * STREAM_RENEW_S else 1
 
 
 class LocalCounts:
@@ -198,12 +219,29 @@ class Limiter:
             except StateUnavailable:
                 pass
             else:
-                if not opened:
-                    raise RateLimited("streams", limits, None, 1)
+                if opened != 1:
+                    raise RateLimited("streams", limits, None, stream_retry_after(float(opened), now))
                 return StreamLease(key, lease)
         if not self.local.open_stream(key, limit):
             raise RateLimited("streams", limits, None, 1)
         return StreamLease(key, None)
+
+    async def renew_stream(self, lease: StreamLease) -> None:
+        """Push a live stream's lease in Redis STREAM_LEASE_S ahead (nothing for one counted here)."""
+        shared = self.connection
+        if lease.lease is None or shared is None:
+            return
+        from polyvox.state.connection import StateUnavailable
+
+        streams, member = f"{_PREFIX}{lease.key}:streams", lease.lease
+        expiry = time.time() + STREAM_LEASE_S
+        with contextlib.suppress(StateUnavailable):  # if Redis is away, the next renewal tries again
+            await shared.acall(
+                "stream_limit",
+                lambda client: client.eval(
+                    _RENEW_STREAM, 1, streams, expiry, member, math.ceil(STREAM_LEASE_S)
+                ),
+            )
 
     async def close_stream(self, lease: StreamLease) -> None:
         if lease.lease is None:
