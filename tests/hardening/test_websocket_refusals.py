@@ -33,7 +33,9 @@ def test_refused_handshakes_are_answered_and_log_no_error() -> None:
             status, body = refused(f"{ws}/v1/audio/speech/ws", headers)
             assert status == 401 and json.loads(body)["error"]["code"] == "invalid_api_key", body
         assert refused(f"{ws}/v1/nowhere", {"Authorization": f"Bearer {KEY}"})[0] == 403
-        with connect(f"{ws}/v1/audio/speech/ws", additional_headers={"Authorization": f"Bearer {KEY}"}) as open_:
+        with connect(
+            f"{ws}/v1/audio/speech/ws", additional_headers={"Authorization": f"Bearer {KEY}"}
+        ) as open_:
             open_.send(json.dumps({"type": "config"}))
             assert json.loads(open_.recv(timeout=30))["type"] == "ready"
         proc.send_signal(signal.SIGTERM)
