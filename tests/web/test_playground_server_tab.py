@@ -5,20 +5,36 @@ running requests from the scrapes it makes."""
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import nginx
+from helpers.serve_process import free_port
 from web.playground import open_playground, wait_for_text
 
-NGINX_404 = "<html><head><title>404 Not Found</title></head><body><h1>404 Not Found</h1></body></html>"
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
-def test_behind_a_proxy_that_hides_metrics_it_says_so_and_stops_asking(page, embedded_server):
+@pytest.fixture(scope="module")
+def behind_nginx(embedded_server) -> Iterator[str]:
+    """The shipped site (deploy/nginx/polyvox.conf) in front of the embedded server."""
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(binary).exists():
+        pytest.skip("no nginx: install the Debian package nginx")
+    port = free_port()
+    upstream = embedded_server.removeprefix("http://")
+    conf = nginx.retarget((DEPLOY / "nginx" / "polyvox.conf").read_text(), [upstream], port)
+    with nginx.running_nginx(binary, conf, port) as url:
+        yield url
+
+
+def test_behind_the_shipped_nginx_it_says_the_figures_are_not_there_and_stops_asking(page, behind_nginx):
     scrapes = []
-
-    def not_found(route):
-        scrapes.append(route.request.url)
-        route.fulfill(status=404, content_type="text/html", body=NGINX_404)
-
-    page.route("**/metrics", not_found)
-    open_playground(page, embedded_server)
+    page.on("response", lambda r: scrapes.append(r.status) if r.url.endswith("/metrics") else None)
+    open_playground(page, behind_nginx)
     page.click("#tab-server")
     note = wait_for_text(page, "#server-unavailable", "not available here")
     assert "/metrics answered 404" in note
@@ -29,7 +45,7 @@ def test_behind_a_proxy_that_hides_metrics_it_says_so_and_stops_asking(page, emb
     assert page.is_disabled("#server-live") and not page.is_checked("#server-live")
     assert page.is_hidden("#server-error")
     page.wait_for_timeout(4500)  # two refresh periods
-    assert len(scrapes) == 1
+    assert scrapes == [404]
 
 
 def metrics(audio_s: float, ttfa_sum: float, ttfa_count: int, queue: int, running: int) -> str:

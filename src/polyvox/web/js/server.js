@@ -78,7 +78,8 @@ export class ServerTab {
 
   async #metrics() {
     const response = await fetch("metrics");
-    if (!response.ok) throw new MetricsUnavailable(response.status);
+    if (response.status === 404) throw new MetricsUnavailable(response.status); // not served here
+    if (!response.ok) throw await errorOf(response); // a failure now: shown, and asked again
     return parseMetrics(await response.text());
   }
 
@@ -87,16 +88,17 @@ export class ServerTab {
       this.#renderReady(await this.readiness().catch(() => ({ ready: false, message: "unreachable" })));
       return;
     }
-    try {
-      const [ready, samples] = await Promise.all([this.readiness(), this.#metrics()]);
-      this.#renderReady(ready);
-      this.#render(samples);
-      showError($("server-error"), null);
+    const [ready, samples] = await Promise.allSettled([this.readiness(), this.#metrics()]);
+    if (ready.status === "fulfilled") this.#renderReady(ready.value);
+    if (samples.status === "rejected" && samples.reason instanceof MetricsUnavailable) {
+      this.#withoutMetrics(samples.reason);
+    } else if (samples.status === "fulfilled") {
+      this.#render(samples.value);
       $("server-updated").textContent = `Updated ${new Date().toLocaleTimeString()}`;
-    } catch (error) {
-      if (error instanceof MetricsUnavailable) this.#withoutMetrics(error);
-      else showError($("server-error"), error);
     }
+    // a failure to show: readiness' own, or the scrape's other than /metrics not being served here
+    const metricsFailed = samples.status === "rejected" && !this.unavailable;
+    showError($("server-error"), ready.reason ?? (metricsFailed ? samples.reason : null));
   }
 
   /** Say the figures are not available where the page is served from, and stop scraping. */
@@ -116,7 +118,6 @@ export class ServerTab {
       if (!["server-ready", "server-engine", "server-model"].includes(figure.id)) figure.closest("div").hidden = true;
     }
     $("server-updated").textContent = "";
-    this.refresh();
   }
 
   #renderReady(ready) {
