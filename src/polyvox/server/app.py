@@ -42,6 +42,7 @@ from polyvox.server.tenancy.streams import StreamLimitMiddleware
 from polyvox.server.uttera_metrics import install_compat_metrics, metrics_for
 from polyvox.server.voice_routes import consents, voices
 from polyvox.server.websocket import route as websocket_route
+from polyvox.server.wyoming.server import WyomingServer
 from polyvox.settings import Settings
 from polyvox.startup import stage
 from polyvox.voices.directory_watch import DirectoryWatch
@@ -101,9 +102,14 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     await state_url.start(state)  # voices and the lexicon in step with the other replicas (Redis)
     if state.directory_watch is not None:  # without it: in step with servers sharing the voices directory
         state.directory_watch.start()
+    wyoming = WyomingServer.for_app(state)  # wyoming_port: Home Assistant's TTS beside HTTP (None: off)
+    if wyoming is not None:
+        await wyoming.start()
     try:
         yield
     finally:
+        if wyoming is not None:
+            await wyoming.stop()
         if state.directory_watch is not None:
             await anyio.to_thread.run_sync(state.directory_watch.stop)
         await state_url.stop(state)

@@ -43,6 +43,24 @@ class Settings(BaseSettings):
     # network
     host: str = Field("127.0.0.1", description="Address to listen on.")
     port: int = Field(8000, ge=0, le=65535, description="TCP port to listen on.")
+    wyoming_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="Also serve the Wyoming protocol (Home Assistant's TTS) on this TCP port, in the same "
+        "process and on the same engine, voices and cache as HTTP (docs/home-assistant.md). Unset: off.",
+    )
+    wyoming_host: str = Field(
+        "127.0.0.1",
+        description="Address the Wyoming port listens on. Wyoming has no authentication: beyond loopback, "
+        "anyone who reaches the port speaks (a warning is logged at start).",
+    )
+    wyoming_api_key_name: str | None = Field(
+        None,
+        description="The named key (polyvox keys create) whose voices, limits and usage Wyoming requests "
+        "count against. Unset: those of the settings' keys (every key's voices, no limits), or anyone's "
+        "on an open server.",
+    )
 
     # model selection
     model: str | None = Field(

@@ -109,10 +109,14 @@ async def check_replaceable(connection: HTTPConnection, registry: VoiceRegistry,
 
 async def check_speakable(connection: HTTPConnection, voice: str) -> None:
     """For speech (HTTP and WebSocket): a voice the caller may not use is answered as an unknown one."""
-    caller = caller_of(connection)
+    await check_speakable_by(caller_of(connection), app_state(connection.app).voices, voice)
+
+
+async def check_speakable_by(caller: Caller, registry: VoiceRegistry, voice: str) -> None:
+    """`check_speakable` for a caller known without a connection (the Wyoming port's)."""
     if caller.admin:
         return
-    if not may_use(caller, *await _access(app_state(connection.app).voices, voice)):
+    if not may_use(caller, *await _access(registry, voice)):
         raise APIError(
             400,
             f"unknown voice {voice!r}; GET /v1/audio/voices lists the voices",
