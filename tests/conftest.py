@@ -9,6 +9,7 @@ from contextlib import ExitStack
 
 import pytest
 
+from helpers.kinds import mark_kinds
 from helpers.server import running_server
 from polyvox.backends.base import Backend
 from polyvox.backends.fake import FakeBackend
@@ -41,3 +42,9 @@ def embedded_url() -> Iterator[str]:
     app = create_app(Settings(max_concurrent_requests=8, max_queue=256), embedded.EmbeddedBackend())
     with running_server(app) as url:
         yield url
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks given here
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test gets its kind (`unit`, `server`, `process`, ...: tests/helpers/kinds.py)."""
+    mark_kinds(items)
