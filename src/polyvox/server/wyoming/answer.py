@@ -1,13 +1,14 @@
 """`Answer`: one Wyoming answer's sentences spoken in order, as 16-bit PCM bytes as soon as they are
 made; while one is sent, the next `piece_lookahead` are already generating (as a WebSocket session's
-segments are), and `cancel` stops every generation at once."""
+segments are), and `cancel` stops every generation at once. `close` also lets go of what the answer
+holds (its key's stream)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from polyvox.server.errors import APIError
@@ -29,9 +30,17 @@ class _Failure:
 
 
 class Answer:
-    def __init__(self, speak: Callable[[str], AsyncGenerator[bytes, None]], rate: int, ahead: int):
-        """`speak`: one sentence's PCM at `rate` Hz, piece by piece; `ahead`: sentences generated at once."""
+    def __init__(
+        self,
+        speak: Callable[[str], AsyncGenerator[bytes, None]],
+        rate: int,
+        ahead: int,
+        release: Callable[[], Awaitable[None]] | None = None,
+    ):
+        """`speak`: one sentence's PCM at `rate` Hz, piece by piece; `ahead`: sentences generated at once;
+        `release`: what `close` calls once."""
         self.speak = speak
+        self.release = release
         self.rate = rate
         self.ahead = ahead
         self.pending: deque[_Sentence] = deque()  # not started
@@ -83,6 +92,12 @@ class Answer:
         await asyncio.gather(*tasks, return_exceptions=True)
         self.active.clear()
         self.pending.clear()
+
+    async def close(self) -> None:
+        await self.cancel()
+        release, self.release = self.release, None
+        if release is not None:
+            await release()
 
     def _fill(self) -> None:
         while self.pending and len(self.active) < self.ahead:

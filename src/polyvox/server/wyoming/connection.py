@@ -154,6 +154,7 @@ class WyomingConnection:
         waits for its `synthesize-stop`), then `synthesize-stopped` for the streaming form."""
         audio = (answer.rate, SAMPLE_WIDTH, CHANNELS)
         started = False
+        failure: Exception | None = None
         try:
             async with contextlib.aclosing(answer.chunks()) as chunks:
                 async for pcm in chunks:
@@ -161,15 +162,19 @@ class WyomingConnection:
                         started = True
                         await self._write(AudioStart(*audio).event())
                     await self._write(AudioChunk(*audio, audio=pcm).event())
+        except ConnectionError:
+            raise
+        except Exception as exc:
+            failure = exc
+        finally:
+            await answer.close()  # its key's stream is free before its last event leaves
+        if failure is not None:
+            await self._error(as_api_error(failure))
+            await answer.ended.wait()  # the streaming form's text still comes, and is dropped
+        else:
             if not started:
                 await self._write(AudioStart(*audio).event())
             await self._write(AudioStop().event())
-        except (ConnectionError, asyncio.CancelledError):
-            raise
-        except Exception as exc:
-            await answer.cancel()
-            await self._error(as_api_error(exc))
-            await answer.ended.wait()
         if streaming:
             await self._write(SynthesizeStopped().event())
 
@@ -186,7 +191,7 @@ class WyomingConnection:
             self.sending.cancel()
             await asyncio.gather(self.sending, return_exceptions=True)
         if self.answer is not None:
-            await self.answer.cancel()
+            await self.answer.close()
 
     async def _error(self, error: APIError) -> None:
         self.speech.service.metrics.errors.labels(type=error.code or error.type).inc()

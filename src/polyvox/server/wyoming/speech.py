@@ -1,12 +1,14 @@
 """`WyomingSpeech`: the Wyoming port's door into the `SpeechService` that `/v1/audio/speech` and its
 WebSocket use (text front end, admission, cache, metrics): an `Answer` per synthesis, its sentences
-charged to the Wyoming caller's per-minute limits and recorded in its usage as HTTP requests are."""
+charged to the Wyoming caller's per-minute limits and recorded in its usage as HTTP requests are; each
+answer is one of its key's `max_streams` while it lives."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from functools import partial
 
 from wyoming.tts import SynthesizeVoice
@@ -17,6 +19,7 @@ from polyvox.server.lifecycle.fresh_reads import SharedCopy
 from polyvox.server.protocol import SpeechRequest, first_lone_surrogate
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.caller import Caller
+from polyvox.server.tenancy.limits import STREAM_RENEW_S, StreamLease
 from polyvox.server.tenancy.ownership import check_speakable_by
 from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.wyoming.answer import Answer
@@ -53,7 +56,26 @@ class WyomingSpeech:
         _, out_rate = formats.resolve("pcm", sample_rate)
         template = SpeechRequest(input="Hello.", voice=name, response_format="pcm", sample_rate=sample_rate)
         speak = partial(self._speak, caller, template)
-        return Answer(speak, out_rate, ahead=1 + self.service.settings.piece_lookahead)
+        lease = await self.tenancy.open_stream(caller)  # 429 past the key's max_streams
+        release = None if lease is None else self._hold(lease)
+        return Answer(speak, out_rate, ahead=1 + self.service.settings.piece_lookahead, release=release)
+
+    def _hold(self, lease: StreamLease) -> Callable[[], Awaitable[None]]:
+        """Renew the stream's lease while the answer lives; the call that closes it."""
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(STREAM_RENEW_S)
+                await self.tenancy.limiter.renew_stream(lease)
+
+        renewing = asyncio.create_task(renew())
+
+        async def release() -> None:
+            renewing.cancel()
+            await asyncio.gather(renewing, return_exceptions=True)
+            await self.tenancy.close_stream(lease)
+
+        return release
 
     def _voice_name(self, voice: SynthesizeVoice | None) -> str:
         if voice is None or voice.name is not None:
