@@ -5,12 +5,14 @@ leaves mid-answer, a named key's usage and streams, and the embedded voice."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable
 
 import httpx
 import numpy as np
+import openai
 import pytest
 from wyoming.audio import AudioChunk, AudioStart
 from wyoming.client import AsyncTcpClient
@@ -29,6 +31,8 @@ from wyoming.tts import (
 from helpers.audio import pcm_samples
 from helpers.serve_process import free_port
 from polyvox.backends.fake import FakeBackend
+from polyvox.settings import Settings
+from voices.clips import wav_clip
 
 RATE = 24000  # the fake engine's
 SECONDS_PER_CHAR = 0.02
@@ -261,6 +265,66 @@ def test_an_answer_is_one_of_the_named_keys_streams(serve, tmp_path):
             assert pcm_samples(pcm).size == expected_samples("Me too.")
 
     asyncio.run(scenario())
+
+
+def test_the_named_keys_stored_voices_are_its_own_and_no_other_keys(serve, tmp_path):
+    port = free_port()
+    url = serve(
+        FakeBackend(cloning=True),
+        wyoming_port=port,
+        wyoming_api_key_name="kitchen",
+        admin_api_keys=["admin-secret"],
+        voices_dir=str(tmp_path),
+    )
+    secrets = {}
+    for name in ("kitchen", "garage"):
+        made = httpx.post(
+            f"{url}/admin/keys", json={"name": name}, headers={"Authorization": "Bearer admin-secret"}
+        )
+        secrets[name] = made.json()["key"]
+    for owner in secrets:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key=secrets[owner], max_retries=0)
+        consent = client.audio.voice_consents.create(
+            name="Ann", language="en-US", recording=("c.wav", wav_clip(2.0, pitch=140.0), "audio/wav")
+        )
+        sample = ("s.wav", wav_clip())
+        client.audio.voices.create(name=f"{owner}-voice", consent=consent.id, audio_sample=sample)
+
+    async def scenario(client: AsyncTcpClient) -> None:
+        await client.write_event(Describe().event())
+        (program,) = Info.from_event(await receive(client)).tts
+        names = {voice.name for voice in program.voices}
+        assert "kitchen-voice" in names and "garage-voice" not in names and "alloy" in names
+        await client.write_event(Synthesize(text="Hi.", voice=SynthesizeVoice(name="garage-voice")).event())
+        assert Error.from_event(await receive(client)).code == "voice_not_found"
+        await client.write_event(Synthesize(text="Hi.", voice=SynthesizeVoice(name="kitchen-voice")).event())
+        _, pcm = audio_of(await until(client, "audio-stop"))
+        assert pcm_samples(pcm).size == expected_samples("Hi.")
+
+    talk(port, scenario)
+
+
+def test_beyond_loopback_it_warns_that_wyoming_has_no_authentication(serve, caplog):
+    port = free_port()
+    with caplog.at_level(logging.WARNING, logger="polyvox.server.wyoming.server"):
+        serve(FakeBackend(), wyoming_port=port, wyoming_host="0.0.0.0")
+    warnings = [r.getMessage() for r in caplog.records if r.name == "polyvox.server.wyoming.server"]
+    assert any("no authentication" in message and "0.0.0.0" in message for message in warnings), warnings
+
+    async def scenario(client: AsyncTcpClient) -> None:
+        await client.write_event(Describe().event())
+        assert (await receive(client)).type == "info"
+
+    talk(port, scenario)
+
+
+def test_it_is_off_by_default_and_on_loopback_says_nothing(serve, caplog):
+    defaults = Settings()
+    assert defaults.wyoming_port is None and defaults.wyoming_host == "127.0.0.1"
+    port = free_port()
+    with caplog.at_level(logging.WARNING, logger="polyvox.server.wyoming.server"):
+        serve(FakeBackend(), wyoming_port=port)
+    assert not [r for r in caplog.records if r.name == "polyvox.server.wyoming.server"]
 
 
 def test_the_embedded_voice_speaks_through_wyoming(serve):
