@@ -22,7 +22,7 @@ arg = $(if $(filter command line,$(origin $(1))),$($(1)))
 SERVE_FLAGS := $(if $(call arg,MODEL),--model $(call arg,MODEL)) $(if $(call arg,HOST),--host $(call arg,HOST)) \
 	$(if $(call arg,PORT),--port $(call arg,PORT))
 
-.PHONY: serve test typecheck lint format docs install install-voxcpm install-test install-browser clean
+.PHONY: serve test test-fast typecheck lint format docs install install-voxcpm install-test install-browser clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,11 @@ test: $(VENV)/.installed-test
 	$(VENV)/bin/mypy src
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
+
+# The daily loop: the tests of kind `unit` and `server` (no subprocess, no browser; the kinds: markers in
+# pyproject.toml); `make test` runs every kind.
+test-fast: $(VENV)/.installed-test
+	$(PY) -m pytest -q -m "unit or server"
 
 # The type checker over src/ (its settings: [tool.mypy] in pyproject.toml); `make test` runs it too.
 typecheck: $(VENV)/.installed-test
