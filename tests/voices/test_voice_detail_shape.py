@@ -37,11 +37,8 @@ def test_builtin_and_uploaded_voices_answer_the_same_shape(serve, tmp_path):
 
     builtin = httpx.get(f"{url}/v1/audio/voices/nova").json()
     assert set(builtin) == KEYS
-    assert (builtin["name"], builtin["source"], builtin["type"], builtin["created_at"]) == (
-        "Nova",
-        "builtin",
-        None,
-        None,
-    )
+    assert (builtin["name"], builtin["source"]) == ("Nova", "builtin")
+    # OpenAI's Voice object: an integer created_at and a type of its enum (this engine clones, not designs)
+    assert builtin["type"] == "audio_sample" and isinstance(builtin["created_at"], int)
     cards = {card["id"]: card["name"] for card in httpx.get(f"{url}/v1/voices").json()["data"]}
     assert cards["nova"] == "Nova" and cards[uploaded["id"]] == "Erin's voice"
