@@ -148,5 +148,7 @@ def test_requests_that_come_during_an_unload_wait_for_it_and_are_served() -> Non
         assert [r.result().status_code for r in racing] == [200] * 4
         assert backend.starts == 2  # started, stopped, and started once again for all four
         samples = scrape(url)
-        assert value(samples, "polyvox_engine_unloads_total") == 1
-        assert value(samples, "polyvox_engine_loads_total") == 1
+        assert value(samples, "polyvox_engine_loads_total") == 1  # one load served all four
+        # the first unload, and a second one if the scrape came more than idle_unload_s after the four
+        # ended (a loaded machine): idle again, the engine is unloaded again, as it should be
+        assert value(samples, "polyvox_engine_unloads_total") in (1, 2)
