@@ -19,6 +19,7 @@ def tiny(tiny_with):
     return tiny_with(vae={"decoder_rates": [48, 40]})
 
 
+@pytest.mark.process  # torch.compile builds its kernels with g++ subprocesses (minutes on two cores)
 @pytest.mark.timeout(600)  # a cold compile takes about a minute on two cores
 def test_a_compiled_engine_gives_the_eager_outputs_and_can_be_switched_back(tiny, mixed):
     requests, alone = mixed

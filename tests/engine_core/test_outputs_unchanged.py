@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 
 from polyvox.backends.base import SynthesisRequest
 from polyvox.backends.voxcpm2 import VoxCPM2Backend
@@ -44,6 +45,7 @@ def _audio(engine_process: bool, data_parallel_size: int = 1, copies: int = 1) -
     return audio
 
 
+@pytest.mark.process  # polyvox starts the engine processes
 def test_a_seeded_request_sounds_the_same_in_thread_and_in_engine_processes():
     (in_thread,) = _audio(engine_process=False)
     assert in_thread.size == 6 * 7680  # six 160 ms patches at 48 kHz

@@ -80,6 +80,7 @@ async def _scenario(socket_dir: str) -> None:
         await owner.stop()
 
 
+@pytest.mark.process  # polyvox starts the engine process
 def test_two_clients_share_one_engine_process_forget_and_follow_its_restart():
     with tempfile.TemporaryDirectory(prefix="polyvox-shared-") as socket_dir:
         asyncio.run(_scenario(socket_dir))

@@ -48,6 +48,10 @@ def _in(obj: object, folder: Path) -> bool:
         return False
 
 
+def _is_tests_module(value: object) -> bool:
+    return isinstance(value, types.ModuleType) and _in(value, TESTS)
+
+
 def _codes(code: types.CodeType) -> Iterable[types.CodeType]:
     yield code
     for const in code.co_consts:
@@ -83,8 +87,11 @@ def reached_kinds(roots: Iterable[object]) -> set[str]:
         for code in _codes(function.__code__):
             if PROCESS_ATTRIBUTES & set(code.co_names):
                 found.add("process")
-            for name in code.co_names:
-                value = function.__globals__.get(name)
+            names = set(code.co_names)
+            values = [function.__globals__.get(name) for name in names]
+            # `module.name` for a module of tests/ (`from helpers import nginx`, then `nginx.check()`)
+            values += [getattr(v, name, None) for v in values if _is_tests_module(v) for name in names]
+            for value in values:
                 if value is None:
                     continue
                 if isinstance(value, types.ModuleType):
