@@ -21,6 +21,7 @@ from polyvox.settings import Settings
 COMPOSE = DEPLOY / "compose.yaml"
 GPU = DEPLOY / "compose.gpu.yaml"
 TLS = DEPLOY / "compose.tls.yaml"
+WYOMING = DEPLOY / "compose.wyoming.yaml"
 SECRETS = {
     "POLYVOX_API_KEYS": "key-one,key-two",
     "POLYVOX_REDIS_PASSWORD": "0123abcd",
@@ -109,6 +110,24 @@ def test_only_nginx_is_published_beyond_this_machine(files, tmp_path):
     assert public == {"nginx"}
     assert published(services["grafana"]) == [("127.0.0.1", 3000)]
     assert published(services["prometheus"]) == [("127.0.0.1", 9090)]
+
+
+def test_wyoming_is_served_and_published_only_with_its_override():
+    plain = yaml.safe_load(compose_config([COMPOSE], **SECRETS).stdout)["services"]
+    assert all(10200 not in (port for _, port in published(service)) for service in plain.values())
+    assert all("POLYVOX_WYOMING_PORT" not in service.get("environment", {}) for service in plain.values())
+    result = compose_config([COMPOSE, WYOMING], **SECRETS)
+    assert result.returncode == 0, result.stderr
+    services = yaml.safe_load(result.stdout)["services"]
+    one = services["polyvox-1"]
+    assert one["environment"]["POLYVOX_WYOMING_PORT"] == "10200"
+    assert one["environment"]["POLYVOX_API_KEYS"] == "key-one,key-two"  # the base's environment kept
+    assert published(one) == [("127.0.0.1", 10200)]  # this machine only, unless the operator says
+    assert "POLYVOX_WYOMING_PORT" not in services["polyvox-2"]["environment"]
+    lan = yaml.safe_load(
+        compose_config([COMPOSE, WYOMING], **SECRETS, POLYVOX_WYOMING_BIND="192.0.2.7").stdout
+    )
+    assert published(lan["services"]["polyvox-1"]) == [("192.0.2.7", 10200)]
 
 
 def test_the_tls_override_mounts_the_certificates_and_serves_443(tmp_path):

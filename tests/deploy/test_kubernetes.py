@@ -6,6 +6,7 @@ Ingress with TLS that leaves /metrics inside) and pulls the image of this releas
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import tomllib
 from pathlib import Path
@@ -187,3 +188,42 @@ def test_each_overlay_deploys_this_releases_image(overlay, flavour):
     kustomization = yaml.safe_load((KUBERNETES / "overlays" / overlay / "kustomization.yaml").read_text())
     (entry,) = kustomization["images"]
     assert entry["name"] == "polyvox" and entry["newTag"] == f"{version()}-{flavour}"
+
+
+def test_the_wyoming_component_serves_the_port_only_where_an_overlay_names_it(tmp_path):
+    for overlay in OVERLAYS:
+        docs = resources(render(overlay))
+        assert ("Service", "polyvox-wyoming") not in docs
+        ports = server_pod(docs)["containers"][0]["ports"]
+        assert [port["name"] for port in ports] == ["http"]
+    relative = os.path.relpath(KUBERNETES, tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources:\n  - {relative}/overlays/cpu\ncomponents:\n  - {relative}/components/wyoming\n"
+    )
+    kubectl = system_tool("kubectl", "kubectl (Kubernetes' apt repository)")
+    result = subprocess.run(
+        [kubectl, "kustomize", str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    docs = resources(result.stdout)
+    container = server_pod(docs)["containers"][0]
+    assert {"name": "wyoming", "containerPort": 10200} in container["ports"]
+    env = env_of(container)
+    assert (
+        env["POLYVOX_WYOMING_PORT"]["value"] == "10200" and env["POLYVOX_WYOMING_HOST"]["value"] == "0.0.0.0"
+    )
+    service = docs[("Service", "polyvox-wyoming")]["spec"]
+    assert service["ports"] == [{"name": "wyoming", "port": 10200, "targetPort": "wyoming"}]
+    assert (
+        service["selector"].items()
+        <= docs[("Deployment", "polyvox")]["spec"]["template"]["metadata"]["labels"].items()
+    )
+    rules = docs[("NetworkPolicy", "polyvox")]["spec"]["ingress"]
+    wyoming = [rule for rule in rules if rule["ports"] == [{"port": "wyoming"}]]
+    assert wyoming == [
+        {
+            "from": [{"podSelector": {"matchLabels": {"polyvox.io/wyoming-client": "true"}}}],
+            "ports": [{"port": "wyoming"}],
+        }
+    ]
