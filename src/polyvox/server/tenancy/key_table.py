@@ -152,8 +152,8 @@ class KeyTable:
         if self.required and self._counter is None and (self._had_table or not self.settings_keys):
             return (
                 f"the key store ({self.store.where}) holds no keys although this server requires them "
-                "(it was emptied or lost); requests are refused until the keys are back (a replica "
-                "holding them writes them back, or make new ones with `polyvox keys create`)"
+                "(it was emptied or lost, or none was made yet); requests are refused until keys are "
+                "there (a replica holding them writes them back, or make one with `polyvox keys create`)"
             )
         return None
 
