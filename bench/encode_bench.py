@@ -43,7 +43,7 @@ from polyvox.audio.encode import StreamEncoder
 from polyvox.audio.formats import FORMATS
 from polyvox.audio.pipeline import OutputPipeline
 from polyvox.audio.resample import Resampler, resample_clip
-from polyvox.cores import usable_cores
+from polyvox.runtime.cores import usable_cores
 from polyvox.server.speech.encode_pool import EncodePool
 
 ENGINE_RATE = 48_000

@@ -28,7 +28,7 @@ from polyvox.backends.base import Backend, SynthesisRequest
 from polyvox.backends.factory import build_backend
 from polyvox.bench.loadgen import DEFAULT_INPUT, BenchConfig, Sample, summarize
 from polyvox.cli.flags import add_settings_flags, settings_from_args
-from polyvox.logs import setup_logging
+from polyvox.runtime.logs import setup_logging
 from polyvox.voices.registry import ResolvedVoice, VoiceRegistry
 
 WARM_UP = "One sentence to warm the server up."  # what bench/served_compare.py warms a server with

@@ -30,10 +30,10 @@ from typing import Protocol
 import numpy as np
 
 from polyvox.backends.base import Backend, SynthesisRequest
-from polyvox.dir_format import DirectoryFormat, DirectoryFormatError
+from polyvox.files.dir_format import DirectoryFormat, DirectoryFormatError
+from polyvox.runtime.startup import StartupError
 from polyvox.settings import Settings
 from polyvox.settings.uttera import UTTERA_CACHE_TTL, uttera_turns_cache_off
-from polyvox.startup import StartupError
 
 log = logging.getLogger(__name__)
 

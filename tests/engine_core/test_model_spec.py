@@ -7,8 +7,8 @@ import pytest
 
 from polyvox.backends.voxcpm2 import VoxCPM2Backend
 from polyvox.engine_core.model_spec import ModelSpec
+from polyvox.runtime.startup import StartupError
 from polyvox.settings import Settings
-from polyvox.startup import StartupError
 
 
 def test_one_rank_per_device_named_in_the_environment(monkeypatch):

@@ -41,7 +41,7 @@ from polyvox.backends.base import OPENAI_VOICES, Backend, BackendCapabilities, B
 from polyvox.backends.embedded_voice import VOICE_NAME, VOICE_SHA256, VoiceFiles, load_voice, locate_voice
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.backends.fair_queue import FairQueue, Listener, Place
-from polyvox.cores import usable_cores
+from polyvox.runtime.cores import usable_cores
 from polyvox.settings import Settings
 from polyvox.text.script import Script, detect_scripts, foreign_letters
 from polyvox.text.split import split_sentences

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from polyvox.backends.base import Backend
 from polyvox.backends.text_pipeline import TextPipeline
+from polyvox.runtime.startup import StartupError
 from polyvox.settings import Settings
 from polyvox.settings.errors import InvalidSettings
-from polyvox.startup import StartupError
 from polyvox.text.frontend import TextFrontend
 from polyvox.text.lexicon import Lexicon, LexiconError
 

@@ -47,7 +47,14 @@ from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE, SHORTEST_INPUT
 from polyvox.engine_core.request import EngineReference, EngineRequest
 from polyvox.engine_core.stats import combined_stats
-from polyvox.guidance import (
+from polyvox.models.architectures import clones_from_clip_alone, designs_voices
+from polyvox.models.interface import Prompt, SpeechModel
+from polyvox.models.lora.files import AdapterError
+from polyvox.models.model_source import ModelSource
+from polyvox.runtime.logs import LogFormat
+from polyvox.runtime.startup import StartupError
+from polyvox.settings import Settings
+from polyvox.settings.guidance import (
     CFG_VALUE_MAX,
     CFG_VALUE_MIN,
     INFERENCE_TIMESTEPS_MAX,
@@ -55,13 +62,6 @@ from polyvox.guidance import (
     cfg_value_in_range,
     inference_timesteps_in_range,
 )
-from polyvox.logs import LogFormat
-from polyvox.models.architectures import clones_from_clip_alone, designs_voices
-from polyvox.models.interface import Prompt, SpeechModel
-from polyvox.models.lora.files import AdapterError
-from polyvox.models.model_source import ModelSource
-from polyvox.settings import Settings
-from polyvox.startup import StartupError
 from polyvox.text.emotion import style_description
 
 if TYPE_CHECKING:

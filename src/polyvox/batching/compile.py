@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from polyvox.models.interface import AudioVAE, SpeechLM
-from polyvox.startup import Progress, stage
+from polyvox.runtime.startup import Progress, stage
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from polyvox.cli.flags import Parser
 from polyvox.cli.keys import register as add_keys
 from polyvox.cli.say import add_say
 from polyvox.cli.serve import add_serve
-from polyvox.startup import StartupError
+from polyvox.runtime.startup import StartupError
 
 
 def _debug(args: argparse.Namespace) -> bool:

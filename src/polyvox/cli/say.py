@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from polyvox.cli.flags import SAY_SETTINGS, add_settings_flags, settings_from_args
-from polyvox.logs import setup_logging
+from polyvox.runtime.logs import setup_logging
+from polyvox.runtime.startup import StartupError
 from polyvox.settings import Settings
-from polyvox.startup import StartupError
 
 
 def add_say(subparsers: argparse._SubParsersAction) -> None:

@@ -8,9 +8,9 @@ import ipaddress
 import logging
 
 from polyvox.cli.flags import add_settings_flags, settings_from_args
-from polyvox.logs import setup_logging
+from polyvox.runtime.logs import setup_logging
+from polyvox.runtime.startup import StartupError
 from polyvox.settings import Settings
-from polyvox.startup import StartupError
 
 log = logging.getLogger("polyvox")
 

@@ -25,7 +25,7 @@ from polyvox.engine_core.link import EngineDied, EngineLink
 from polyvox.engine_core.model_spec import ModelSpec
 from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.stats import PromptCacheStats
-from polyvox.logs import LogFormat
+from polyvox.runtime.logs import LogFormat
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.request import EngineRequest
 from polyvox.engine_core.router import NoRankUp, Router
 from polyvox.engine_core.stats import EngineRank, PromptCacheStats
-from polyvox.logs import LogFormat
+from polyvox.runtime.logs import LogFormat
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from typing import Any, Literal
 
 import msgspec
 
-from polyvox import otel
 from polyvox.batching.stats import BatchingStats
 from polyvox.engine_core.request import EngineRequest, decode_hook, encode_hook
 from polyvox.engine_core.stats import PromptCacheStats
+from polyvox.runtime import otel
 
 # --------------------------------------------------------------------- client -> engine
 

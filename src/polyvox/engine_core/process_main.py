@@ -46,8 +46,8 @@ from polyvox.engine_core.model_spec import ModelSpec
 from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.request_spans import RequestSpans
 from polyvox.engine_core.worker import EngineWorker
-from polyvox.logs import LogFormat, setup_logging
-from polyvox.startup import STAGES
+from polyvox.runtime.logs import LogFormat, setup_logging
+from polyvox.runtime.startup import STAGES
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from polyvox import otel
+from polyvox.runtime import otel
 
 
 @dataclass(slots=True)

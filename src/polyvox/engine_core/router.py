@@ -17,7 +17,7 @@ import itertools
 from collections import OrderedDict
 
 from polyvox.engine_core.request import EngineRequest
-from polyvox.metrics_files import shared_counter
+from polyvox.runtime.metrics_files import shared_counter
 
 # The voice's rank is chosen while its load is at most the least load plus a quarter of it, and never
 # less than one request more: with equal loads a voice stays where its prefix is; a rank with clearly

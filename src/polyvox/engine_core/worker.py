@@ -15,7 +15,7 @@ from polyvox.engine_core.adapters import AdapterOptions, EngineAdapters
 from polyvox.engine_core.prompts import PromptBuilder
 from polyvox.engine_core.request import EngineRequest
 from polyvox.models.interface import Prompt
-from polyvox.startup import stage
+from polyvox.runtime.startup import stage
 
 log = logging.getLogger(__name__)
 

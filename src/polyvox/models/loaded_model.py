@@ -42,7 +42,7 @@ from polyvox.models.voxcpm2.generate import capped_max_len, generate_latents
 from polyvox.models.voxcpm2.prompt import Prompt
 from polyvox.models.voxcpm2.random_checkpoint import random_lm_tensors, random_vae
 from polyvox.models.voxcpm2.tokenizer import VoxCPM2Tokenizer, build_test_tokenizer
-from polyvox.startup import stage
+from polyvox.runtime.startup import stage
 
 AudioInput = bytes | torch.Tensor
 

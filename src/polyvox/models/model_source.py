@@ -32,7 +32,7 @@ from polyvox.models.voxcpm2.checkpoint import (
     resolve_device,
     resolve_dtype,
 )
-from polyvox.startup import stage
+from polyvox.runtime.startup import stage
 
 MODELSCOPE_PREFIX = "modelscope:"
 

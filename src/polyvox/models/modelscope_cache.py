@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from polyvox.models.voxcpm2.checkpoint import HUB_PROBE_TIMEOUT_S, CheckpointError
-from polyvox.startup import stage
+from polyvox.runtime.startup import stage
 
 _DEFAULT_ENDPOINT = "https://modelscope.cn"
 

@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from polyvox import __version__
 from polyvox.backends.base import Backend
 from polyvox.cache import describe_cache
+from polyvox.runtime.startup import stage
 from polyvox.server import catalog, openapi_errors, tracing, ui
 from polyvox.server.admin import keys as admin_keys
 from polyvox.server.admin import lexicon, lora
@@ -44,7 +45,6 @@ from polyvox.server.voice_routes import consents, voices
 from polyvox.server.websocket import route as websocket_route
 from polyvox.server.wyoming.server import WyomingServer
 from polyvox.settings import Settings
-from polyvox.startup import stage
 from polyvox.voices.directory_watch import DirectoryWatch
 from polyvox.voices.freeze_at_start import freeze_builtin_voices, wants_freeze_at_start
 from polyvox.voices.metrics import VoiceCollector

@@ -27,7 +27,7 @@ from polyvox.engine_core.router import (
     ROUTED_REQUESTS,
     ROUTED_REQUESTS_HELP,
 )
-from polyvox.metrics_files import shared_metrics_dir
+from polyvox.runtime.metrics_files import shared_metrics_dir
 
 if TYPE_CHECKING:  # the batching engine imports torch, which an API server for the embedded voice never needs
     from polyvox.batching.core import BatchingStats

@@ -20,7 +20,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded, EmptyInput
-from polyvox.logs import current_request_id
+from polyvox.runtime.logs import current_request_id
 from polyvox.server.allowed_methods import allowed_methods
 from polyvox.server.app_state import app_state
 

@@ -25,7 +25,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from polyvox.audio.encode import open_encoders
-from polyvox.metrics_files import shared_metrics_dir
+from polyvox.runtime.metrics_files import shared_metrics_dir
 from polyvox.server import access_log
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)

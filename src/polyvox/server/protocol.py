@@ -16,7 +16,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from polyvox.guidance import (
+from polyvox.settings.guidance import (
     CFG_VALUE_MAX,
     CFG_VALUE_MIN,
     INFERENCE_TIMESTEPS_MAX,

@@ -16,8 +16,8 @@ import uuid
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from polyvox import otel
-from polyvox.logs import http_request_id_var
+from polyvox.runtime import otel
+from polyvox.runtime.logs import http_request_id_var
 
 HEADER = "x-request-id"
 VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")

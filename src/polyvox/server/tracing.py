@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 
 from fastapi.telemetry import TelemetryConfig
 
-from polyvox import otel
+from polyvox.runtime import otel
+from polyvox.runtime.startup import StartupError
 from polyvox.settings import Settings
-from polyvox.startup import StartupError
 
 T = TypeVar("T")
 

@@ -13,7 +13,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from polyvox.metrics_files import shared_metrics_dir
+from polyvox.runtime.metrics_files import shared_metrics_dir
 from polyvox.server.metrics import Metrics
 from polyvox.settings import Settings
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
-from polyvox.startup import StartupError
+from polyvox.runtime.startup import StartupError
 
 # tomllib (3.11) gives the position only inside its message: "... (at line 2, column 16)".
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")

@@ -13,9 +13,9 @@ from typing import get_origin
 
 from pydantic import AliasChoices, ValidationError
 
+from polyvox.runtime.startup import StartupError
 from polyvox.settings import Settings
 from polyvox.settings.config_file import config_path, line_of
-from polyvox.startup import StartupError
 
 _SECRET_WORDS = ("key",)  # values of these settings are never echoed
 

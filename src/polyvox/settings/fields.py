@@ -15,13 +15,13 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from polyvox.guidance import (
+from polyvox.settings.config_file import CONFIG_FILE_ARGUMENT, ConfigFileSource, config_path
+from polyvox.settings.guidance import (
     CFG_VALUE_MAX,
     CFG_VALUE_MIN,
     INFERENCE_TIMESTEPS_MAX,
     INFERENCE_TIMESTEPS_MIN,
 )
-from polyvox.settings.config_file import CONFIG_FILE_ARGUMENT, ConfigFileSource, config_path
 from polyvox.settings.uttera import UtteraCacheTTLSource
 
 

@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from polyvox.metrics_files import shared_counter, shared_metrics_dir
+from polyvox.runtime.metrics_files import shared_counter, shared_metrics_dir
 from polyvox.state.state_format import StateFormatError, ensure_format
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """The format version of what replicas share in Redis (`state_url`), as `format.json` is a directory's
-(`polyvox.dir_format`): the key `polyvox:format` says which layout the keys follow, so that a newer
+(`polyvox.files.dir_format`): the key `polyvox:format` says which layout the keys follow, so that a newer
 polyvox migrates the state an older one wrote and an older polyvox refuses state a newer one wrote,
 instead of misreading it. Redis without the key holds format 0, from before the key existed (the same
 layout as format 1: only the key is written)."""

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import filelock
 
-from polyvox.file_stamp import FileStamp, file_stamp
+from polyvox.files.file_stamp import FileStamp, file_stamp
 
 log = logging.getLogger(__name__)
 

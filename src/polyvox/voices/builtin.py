@@ -22,7 +22,7 @@ from pathlib import Path
 import anyio
 
 from polyvox.backends.base import Backend, ReferenceAudio
-from polyvox.metrics_files import shared_counter
+from polyvox.runtime.metrics_files import shared_counter
 from polyvox.voices.clips import clip_rate
 from polyvox.voices.design import FrozenPrompt, VoiceDesign, freeze_design, reference_of
 from polyvox.voices.store import atomic_write

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from polyvox.backends.base import Backend
-from polyvox.startup import Progress, stage
+from polyvox.runtime.startup import Progress, stage
 from polyvox.voices.registry import VoiceRegistry, stores_designed_voices
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from polyvox.backends.base import Backend
-from polyvox.metrics_files import shared_metrics_dir
+from polyvox.runtime.metrics_files import shared_metrics_dir
 from polyvox.voices.builtin import FREEZES, FREEZES_HELP
 from polyvox.voices.registry import VoiceRegistry
 

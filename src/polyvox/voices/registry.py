@@ -23,10 +23,10 @@ import anyio
 from polyvox.audio.errors import AudioDecodeError
 from polyvox.backends.base import OPENAI_VOICES, Backend, BackendInfo, ReferenceAudio
 from polyvox.backends.errors import BackendInputError
-from polyvox.dir_format import DirectoryFormat, DirectoryFormatError
-from polyvox.file_stamp import FileStamp, file_stamp
+from polyvox.files.dir_format import DirectoryFormat, DirectoryFormatError
+from polyvox.files.file_stamp import FileStamp, file_stamp
+from polyvox.runtime.startup import StartupError
 from polyvox.settings import Settings
-from polyvox.startup import StartupError
 from polyvox.voices.builtin import BUILTIN_DIR, BuiltinFreezer, default_script, load_builtin_voices
 from polyvox.voices.clips import ClipLimits, clip_rate, content_hash, load_clip
 from polyvox.voices.consents import ConsentStore

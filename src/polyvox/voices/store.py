@@ -29,7 +29,7 @@ import filelock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from polyvox.backends.base import VOICE_NAME
-from polyvox.guidance import (
+from polyvox.settings.guidance import (
     CFG_VALUE_MAX,
     CFG_VALUE_MIN,
     INFERENCE_TIMESTEPS_MAX,

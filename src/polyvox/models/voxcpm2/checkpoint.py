@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from polyvox.startup import Progress, StartupError, stage
+from polyvox.runtime.startup import Progress, StartupError, stage
 
 LM_FILES = ("model.safetensors", "pytorch_model.bin")
 VAE_FILES = ("audiovae.safetensors", "audiovae.pth")

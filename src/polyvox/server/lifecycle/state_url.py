@@ -20,9 +20,9 @@ import anyio
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from polyvox.runtime.startup import StartupError
 from polyvox.server.errors import error_body
 from polyvox.settings import Settings
-from polyvox.startup import StartupError
 
 if TYPE_CHECKING:
     from polyvox.server.app_state import AppState

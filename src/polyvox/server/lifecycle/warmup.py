@@ -15,8 +15,8 @@ import uuid
 import anyio
 
 from polyvox.backends.base import OPENAI_VOICES, Backend, SynthesisRequest
+from polyvox.runtime.startup import stage
 from polyvox.settings import Settings
-from polyvox.startup import stage
 from polyvox.voices.errors import VoiceNotFound
 from polyvox.voices.registry import VoiceRegistry
 

@@ -27,10 +27,10 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
 
-from polyvox.logs import setup_logging
+from polyvox.runtime.logs import setup_logging
+from polyvox.runtime.startup import StartupError
 from polyvox.server.multi_api import workdir
 from polyvox.settings import Settings
-from polyvox.startup import StartupError
 
 log = logging.getLogger(__name__)
 

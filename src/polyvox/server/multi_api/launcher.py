@@ -50,10 +50,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from polyvox.engine_core.connected import peer_identity
+from polyvox.runtime.startup import StartupError
 from polyvox.server.multi_api import api_process, workdir
 from polyvox.server.multi_api.ports import listening_sockets
 from polyvox.settings import Settings
-from polyvox.startup import StartupError
 
 if TYPE_CHECKING:  # VoxCPM's engine ranks: PyTorch, which the embedded voice's launcher does without
     from polyvox.engine_core.data_parallel import DataParallelEngine

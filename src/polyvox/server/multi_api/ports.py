@@ -8,7 +8,7 @@ from __future__ import annotations
 import errno
 import socket
 
-from polyvox.startup import StartupError
+from polyvox.runtime.startup import StartupError
 
 BACKLOG = 2048
 

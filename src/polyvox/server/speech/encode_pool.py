@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar, TypeVarTuple
 
-from polyvox.cores import usable_cores
+from polyvox.runtime.cores import usable_cores
 from polyvox.settings import Settings
 
 log = logging.getLogger(__name__)

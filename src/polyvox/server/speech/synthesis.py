@@ -34,7 +34,7 @@ from polyvox.backends.base import (
 )
 from polyvox.backends.errors import AudioLost
 from polyvox.cache import AudioStore
-from polyvox.logs import request_id_var
+from polyvox.runtime.logs import request_id_var
 from polyvox.server import access_log, tracing
 from polyvox.server.errors import APIError, DeadlineExceeded, shutting_down_error
 from polyvox.server.lifecycle.draining import Lifecycle

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter
 
-from polyvox.metrics_files import shared_metrics_dir
+from polyvox.runtime.metrics_files import shared_metrics_dir
 from polyvox.server.tenancy.usage import UsageRow
 
 

@@ -19,7 +19,7 @@ from typing import Protocol
 
 import filelock
 
-from polyvox.file_stamp import file_stamp
+from polyvox.files.file_stamp import file_stamp
 from polyvox.server.tenancy.keys import ApiKey, KeyNameTaken
 from polyvox.settings import Settings
 from polyvox.voices.store import default_voices_dir
