@@ -38,13 +38,13 @@ $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
 	$(PIP) install -q -e ".[embedded,text]"
 	@touch $@
 
-# ... and VoxCPM's: the voxcpm extra, after the torch build chosen above.
+# ... and VoxCPM's: the voxcpm extra, after the torch build chosen above, and the aligner its word timestamps use.
 $(VENV)/.installed-voxcpm: $(VENV)/.torch $(VENV)/.installed
-	$(PIP) install -q -e ".[embedded,text,voxcpm]"
+	$(PIP) install -q -e ".[embedded,text,voxcpm,align]"
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed-voxcpm
-	$(PIP) install -q -e ".[embedded,text,voxcpm,test]"
+	$(PIP) install -q -e ".[embedded,text,voxcpm,align,test]"
 	# The official VoxCPM2 implementation, for parity tests only; its heavy extras are not needed.
 	$(PIP) install -q --no-deps voxcpm==2.0.3
 	@touch $@
