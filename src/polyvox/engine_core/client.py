@@ -26,11 +26,11 @@ from polyvox.engine_core.model_spec import ModelSpec
 from polyvox.engine_core.options import WorkerOptions
 from polyvox.engine_core.stats import PromptCacheStats
 from polyvox.runtime.logs import LogFormat
+from polyvox.runtime.restart_policy import RestartBackoff
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_WAIT_S = 10.0  # how long a stopping engine may take to exit before it is killed
-RESTART_BACKOFF_S = (0.5, 30.0)  # first and longest pause before starting a dead engine again
 
 __all__ = ["EngineClient", "EngineDied", "EngineStartFailed"]
 
@@ -187,15 +187,15 @@ class EngineClient(EngineLink):
             self._restarting = asyncio.create_task(self._restart())
 
     async def _restart(self) -> None:
-        pause, longest = RESTART_BACKOFF_S
+        backoff = RestartBackoff()
         self.restarts += 1  # the handshake of the process started next says so
         while not self._stopping:
             try:
                 await self._spawn()
             except EngineStartFailed as exc:
+                pause = backoff.next_pause()
                 log.error("engine rank %d failed to restart: %s; next try in %.1f s", self.rank, exc, pause)
                 await asyncio.sleep(pause)
-                pause = min(2 * pause, longest)
                 continue
             log.info("engine rank %d restarted", self.rank)
             return

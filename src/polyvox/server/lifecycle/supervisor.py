@@ -13,6 +13,7 @@ import asyncio
 import logging
 
 from polyvox.backends.base import Backend
+from polyvox.runtime.restart_policy import RestartBackoff
 from polyvox.server.lifecycle.draining import Lifecycle
 from polyvox.server.metrics import Metrics
 
@@ -29,22 +30,22 @@ class BackendSupervisor:
         lifecycle: Lifecycle,
         metrics: Metrics,
         interval_s: float = 0.5,
-        max_backoff_s: float = 30.0,
+        backoff: RestartBackoff | None = None,
     ):
         self.backend = backend
         self.lifecycle = lifecycle
         self.metrics = metrics
         self.interval_s = interval_s
-        self.max_backoff_s = max_backoff_s
+        self.backoff = backoff or RestartBackoff(first_s=interval_s)  # the pause after a failed restart
         self.served = False
         self.restarting = False  # from the moment a served engine is found down until it is ready again
 
     async def run(self) -> None:
-        backoff = self.interval_s
         while True:
             await asyncio.sleep(self.interval_s)
             if self.backend.ready:
-                backoff, self.restarting = self.interval_s, False
+                self.restarting = False
+                self.backoff.reset()
                 continue
             if not self.served or self.lifecycle.draining:
                 continue  # still starting for the first time, or shutting down
@@ -54,8 +55,7 @@ class BackendSupervisor:
                 self.restarting = True
                 continue
             if not await self.restart():
-                await asyncio.sleep(backoff)
-                backoff = min(2 * backoff, self.max_backoff_s)
+                await asyncio.sleep(self.backoff.next_pause())
 
     async def restart(self) -> bool:
         """Stop and start the engine once; True when it came back ready."""

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from polyvox.engine_core.connected import peer_identity
+from polyvox.runtime.restart_policy import RestartBackoff
 from polyvox.runtime.startup import StartupError
 from polyvox.server.multi_api import api_process, workdir
 from polyvox.server.multi_api.ports import listening_sockets
@@ -60,7 +61,6 @@ if TYPE_CHECKING:  # VoxCPM's engine ranks: PyTorch, which the embedded voice's 
 
 log = logging.getLogger(__name__)
 
-RESTART_BACKOFF_S = (0.5, 30.0)  # first and longest pause before starting a dead API process again
 STEADY_S = 30.0  # an API process that lived this long restarts after the shortest pause again
 EXIT_WAIT_S = 15.0  # past the drain, how long API processes may take to exit before they are killed
 DRAINED_POLL_S = 0.1  # how often, in a drain, the launcher looks whether every API process has drained
@@ -179,7 +179,7 @@ class Launcher:
 
     async def _keep_running(self, index: int, listener: socket.socket) -> None:
         loop = asyncio.get_running_loop()
-        pause, longest = RESTART_BACKOFF_S
+        backoff = RestartBackoff()
         restarted = False
         while not self._stopping.is_set():
             context = multiprocessing.get_context("spawn")
@@ -221,7 +221,8 @@ class Launcher:
                 self._stop(drain=False)
                 return
             if loop.time() - started >= STEADY_S:
-                pause = RESTART_BACKOFF_S[0]
+                backoff.reset()
+            pause = backoff.next_pause()
             log.error(
                 "API server %d (pid %s) exited (exit code %s); starting it again in %.1f s",
                 index,
@@ -231,7 +232,6 @@ class Launcher:
             )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), pause)
-            pause = min(2 * pause, longest)
 
     async def _until_exit(
         self, process: BaseProcess, exited: asyncio.Future, listener: socket.socket
