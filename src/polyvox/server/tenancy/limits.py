@@ -2,7 +2,16 @@
 and counted together, atomically), and speech streams at once. `Limiter` keeps the counts in Redis
 when `state_url` is set (one Lua script per check: every API process and replica shares them), and
 in this process otherwise or while Redis is unreachable. A refusal is `RateLimited` (a 429 with
-`Retry-After` and OpenAI's `x-ratelimit-*` headers; characters are its "tokens")."""
+`Retry-After` and OpenAI's `x-ratelimit-*` headers; characters are its "tokens").
+
+Not the `limits` package, which would change what a caller sees: (1) its limiters count one limit
+per `hit()`, and `FixedWindowRateLimiter.hit` increments before it compares, so a refused request
+would still be counted, and a request refused for its characters would still use up a request (here
+both counts move only when both fit, in one Lua script); (2) its fixed window starts at a key's first
+hit (the counter's EXPIRE), not at the calendar minute every replica agrees on, so `Retry-After` and
+`x-ratelimit-reset-*` would change; (3) its Redis storage opens its own client, outside the replica's
+`StateConnection` (its timeouts, failing at once while Redis is unreachable, then counting here);
+(4) it has no limit on things open at once, which the stream leases are."""
 
 from __future__ import annotations
 
