@@ -1,6 +1,13 @@
 """Settings as command-line flags: one `--flag` per Settings field for `serve`, only those it uses for
 `say`; settings read from flags over environment over config file; and the parser whose usage errors
-are one line."""
+are one line.
+
+Not pydantic-settings' `CliSettingsSource` (2.16), which lacks what `serve --help` and `say` show: it
+puts every top-level field in one "options" group (its groups are nested models; ours are the flat
+fields grouped as docs/configuration.md groups them, `settings.groups`), it adds every field to every
+parser (`CliSuppress` hides a field everywhere, not only from `say`), and a bad value raises its
+`SettingsError` or pydantic's `ValidationError` from inside `Settings()`, where `settings_from_args`
+knows which flag gave the value and `invalid_settings` names it in one line."""
 
 from __future__ import annotations
 

@@ -2,7 +2,13 @@
 `.json` (`ConfigFileSource`, one of `Settings`' sources). The command line hands its `--config` to
 `Settings(_config_file=...)`; without one, the file `POLYVOX_CONFIG` names is read. A file that cannot
 be read or parsed, or that sets a name that is no setting, raises `ConfigFileError`, naming the file
-and the line."""
+and the line.
+
+Not pydantic-settings' `TomlConfigSettingsSource` / `JsonConfigSettingsSource` (2.16): they read the
+file named in `model_config` (no argument of `Settings()` names it per call, as `--config` must), skip
+a file that does not exist without a word, let tomllib's and json's errors through as they are (no
+quoted line, no fix), and leave a name that is no setting to `extra` (ignored, or pydantic's "Extra
+inputs are not permitted" without the file's line or the setting meant)."""
 
 from __future__ import annotations
 
