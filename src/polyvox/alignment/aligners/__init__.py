@@ -46,4 +46,8 @@ def make_aligner(spec: str, *, device: str = "cpu") -> Aligner:
         from polyvox.alignment.aligners.estimate import EstimateAligner
 
         return EstimateAligner()
-    raise StartupError(f"aligner {spec!r} is not available yet; use 'estimate'")
+    if spec == POCKETSPHINX:
+        from polyvox.alignment.aligners.sphinx import SphinxAligner
+
+        return SphinxAligner.load()
+    raise StartupError(f"aligner {spec!r} is not available yet; use 'estimate' or 'pocketsphinx'")

@@ -25,10 +25,10 @@ def spoken_length(word: str) -> int:
 
 def share(words: Sequence[str], start: float, end: float) -> list[Span]:
     """`[start, end]` shared among `words` by spoken length, back to back, all approximate; a word
-    with nothing to say gets an empty span at its place, and all words alike when none has any."""
+    with nothing to say (punctuation) gets an empty span at its place."""
     weights = np.array([spoken_length(w) for w in words], dtype=np.float64)
     if weights.sum() == 0:
-        weights = np.ones(len(words))
+        return [Span(start, start, True) for _ in words]
     edges = start + (end - start) * np.concatenate([[0.0], np.cumsum(weights) / weights.sum()])
     edges[-1] = end
     return [Span(float(a), float(b), True) for a, b in zip(edges[:-1], edges[1:], strict=True)]
