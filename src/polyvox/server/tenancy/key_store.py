@@ -13,25 +13,18 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import filelock
 
 from polyvox.files.file_stamp import file_stamp
-from polyvox.server.tenancy.keys import ApiKey, KeyNameTaken
+from polyvox.server.tenancy.keys import ApiKey, KeyNameTaken, KeySnapshot
 from polyvox.settings import Settings
 from polyvox.voices.store import default_voices_dir
 
 KEYS_FILE = "keys.json"
 LOCK_TIMEOUT_S = 10.0
-
-
-@dataclass(frozen=True)
-class KeySnapshot:
-    keys: list[ApiKey]
-    counter: int | None  # None: the store holds no key table (never made, or lost)
 
 
 class KeyStore(Protocol):

@@ -20,8 +20,8 @@ import time
 
 import anyio
 
-from polyvox.server.tenancy.key_store import KeySnapshot, KeyStore
-from polyvox.server.tenancy.keys import ApiKey
+from polyvox.server.tenancy.key_store import KeyStore
+from polyvox.server.tenancy.keys import ApiKey, KeySnapshot
 
 log = logging.getLogger(__name__)
 

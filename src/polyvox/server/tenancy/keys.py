@@ -1,5 +1,6 @@
 """A named API key as it is stored: its name, scopes, limits and times, and the SHA-256 of its secret
-(the secret itself is shown once, when the key is made, and never kept)."""
+(the secret itself is shown once, when the key is made, and never kept); and `KeySnapshot`, what a key
+store reads at once: its keys and its change counter (`key_store.py`)."""
 
 from __future__ import annotations
 
@@ -131,3 +132,9 @@ class KeyNameTaken(InvalidKeyRequest):
             "name",
             "key_name_taken",
         )
+
+
+@dataclass(frozen=True)
+class KeySnapshot:
+    keys: list[ApiKey]
+    counter: int | None  # None: the store holds no key table (never made, or lost)

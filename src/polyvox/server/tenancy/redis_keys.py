@@ -9,8 +9,7 @@ import json
 
 import redis
 
-from polyvox.server.tenancy.key_store import KeySnapshot
-from polyvox.server.tenancy.keys import ApiKey, KeyNameTaken
+from polyvox.server.tenancy.keys import ApiKey, KeyNameTaken, KeySnapshot
 
 KEYS_HASH = "polyvox:keys"
 VERSION_KEY = "polyvox:keys:version"

@@ -18,9 +18,10 @@ from polyvox.server.tenancy.key_metrics import KeyMetrics
 from polyvox.server.tenancy.key_store import open_key_store
 from polyvox.server.tenancy.key_table import KeyTable
 from polyvox.server.tenancy.limits import Limiter, RateLimited, StreamLease, window_headers
-from polyvox.server.tenancy.usage import UsageRow, UsageStore, day_of, open_usage_store
+from polyvox.server.tenancy.usage import USAGE_FILE, SqliteUsage, UsageRow, UsageStore, day_of
 from polyvox.server.tenancy.usage_writer import UsageWriter
 from polyvox.settings import Settings
+from polyvox.voices.store import default_voices_dir
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,18 @@ class Tenancy:
         )
         self.metrics.record(row)
         await anyio.to_thread.run_sync(self.writer.add, row)
+
+
+def open_usage_store(settings: Settings, connection: StateConnection | None = None) -> UsageStore:
+    """Redis' when `state_url` is set (every replica adds to it; through the replica's `connection`,
+    its timeouts and its health, when given), else the voices directory's file."""
+    if settings.state_url:
+        from polyvox.server.tenancy.redis_usage import RedisUsage
+
+        return RedisUsage(connection) if connection is not None else RedisUsage.from_url(settings.state_url)
+    root = settings.voices_dir or default_voices_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    return SqliteUsage(root / USAGE_FILE)
 
 
 def _too_many(exc: RateLimited) -> APIError:

@@ -1,8 +1,8 @@
 """Usage per key, per model, per day (UTC): requests, input characters, audio seconds, cache hits.
 Kept where every API process and replica adds to the same rows: an SQLite file in the voices directory
 (`usage.sqlite3`; SQLite serialises writers across processes), or Redis with `state_url`
-(`redis_usage.py`). Blocking calls: the server makes them from a thread, and writes through
-`usage_writer.UsageWriter`, off the request path."""
+(`redis_usage.py`; `service.open_usage_store` picks the one the settings name). Blocking calls: the
+server makes them from a thread, and writes through `usage_writer.UsageWriter`, off the request path."""
 
 from __future__ import annotations
 
@@ -12,13 +12,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
-
-from polyvox.settings import Settings
-from polyvox.voices.store import default_voices_dir
-
-if TYPE_CHECKING:
-    from polyvox.state.connection import StateConnection
+from typing import Protocol
 
 USAGE_FILE = "usage.sqlite3"
 METRICS = ("requests", "input_characters", "audio_seconds", "cache_hits")
@@ -96,15 +90,3 @@ class SqliteUsage:
 
 def day_of(when: float) -> str:
     return dt.datetime.fromtimestamp(when, dt.UTC).date().isoformat()
-
-
-def open_usage_store(settings: Settings, connection: StateConnection | None = None) -> UsageStore:
-    """Redis' when `state_url` is set (every replica adds to it; through the replica's `connection`,
-    its timeouts and its health, when given), else the voices directory's file."""
-    if settings.state_url:
-        from polyvox.server.tenancy.redis_usage import RedisUsage
-
-        return RedisUsage(connection) if connection is not None else RedisUsage.from_url(settings.state_url)
-    root = settings.voices_dir or default_voices_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    return SqliteUsage(root / USAGE_FILE)
