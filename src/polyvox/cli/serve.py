@@ -22,10 +22,9 @@ def add_serve(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from polyvox.server.app import create_app
+    from polyvox.server.app import create_app, draining_server
     from polyvox.server.app_state import app_state
     from polyvox.server.connections import uvicorn_config
-    from polyvox.server.lifecycle.draining import DrainingServer
     from polyvox.server.multi_api.ports import bound_socket
     from polyvox.server.tenancy.key_store import named_keys_exist
     from polyvox.settings.errors import files_named_by
@@ -44,7 +43,7 @@ def run_serve(args: argparse.Namespace) -> int:
         log.info("serving %s (model %s) on http://%s:%d", info.name, info.model_id, settings.host, port)
         _warn_if_open(settings, state.keyring.open and not named_keys_exist(settings))
         config = uvicorn_config(app, settings, log_config)  # handed its socket
-        server = DrainingServer.serving(app, config)
+        server = draining_server(app, config)
         server.run(sockets=[listener])
     if server.failure is not None:
         raise StartupError(f"the engine failed to start: {server.failure}")

@@ -7,9 +7,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import anyio
+import uvicorn
 from fastapi import FastAPI
 
 from polyvox import __version__
@@ -26,7 +27,7 @@ from polyvox.server.body_deadline import BodyDeadlineMiddleware
 from polyvox.server.build_info import BuildInfoCollector
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import fresh_reads, health, state_url
-from polyvox.server.lifecycle.draining import Lifecycle
+from polyvox.server.lifecycle.draining import DrainingServer, Lifecycle
 from polyvox.server.lifecycle.idle_unload import cold_start_for, watch_idle
 from polyvox.server.lifecycle.supervisor import BackendSupervisor
 from polyvox.server.lifecycle.warmup import warm_up
@@ -183,7 +184,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     metrics.registry.register(VoiceCollector(registry, backend))
     metrics.registry.register(BatchingStatsCollector(backend))
     metrics.registry.register(BuildInfoCollector())
-    install_error_handlers(app)
+    install_error_handlers(app, metrics)
     quiet_cut_streams()  # a stream cut by its deadline is an answered outcome, not an app error
     voices.install_voice_errors(app)
     app.include_router(speech_route.router)
@@ -212,3 +213,23 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(MergeSlashesMiddleware)  # `/v1//audio/speech` as `/v1/audio/speech`, before all
     return app
+
+
+def draining_server(
+    app: FastAPI,
+    config: uvicorn.Config,
+    repeat_sigterm_stops: bool = True,
+    on_drained: Callable[[], bool] = lambda: True,
+) -> DrainingServer:
+    """The uvicorn server for an app `create_app` made: its drain flag, in-flight requests, grace period
+    and engine start-up failure (see `DrainingServer`)."""
+    state = app_state(app)
+    return DrainingServer(
+        config,
+        state.lifecycle,
+        busy=state.service.busy,
+        grace_s=state.settings.shutdown_grace_s,
+        failure=lambda: state.backend_failure,
+        repeat_sigterm_stops=repeat_sigterm_stops,
+        on_drained=on_drained,
+    )

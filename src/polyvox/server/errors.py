@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -22,7 +22,9 @@ from starlette.responses import Response
 from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded, EmptyInput
 from polyvox.runtime.logs import current_request_id
 from polyvox.server.allowed_methods import allowed_methods
-from polyvox.server.app_state import app_state
+
+if TYPE_CHECKING:
+    from polyvox.server.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -149,11 +151,11 @@ def from_backend_error(exc: Exception) -> APIError:
     return APIError(500, "internal server error", code="internal_error")
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Route every exception the app can raise to an OpenAI-shaped JSON answer."""
+def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
+    """Route every exception the app can raise to an OpenAI-shaped JSON answer, counted in `metrics`."""
 
     def count(request: Request, error: APIError) -> None:
-        app_state(request.app).metrics.errors.labels(type=error.code or error.type).inc()
+        metrics.errors.labels(type=error.code or error.type).inc()
 
     async def on_api_error(request: Request, exc: APIError) -> JSONResponse:
         count(request, exc)

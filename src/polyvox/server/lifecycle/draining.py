@@ -25,11 +25,8 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
 
 import uvicorn
-
-from polyvox.server.app_state import app_state
 
 log = logging.getLogger(__name__)
 
@@ -91,27 +88,6 @@ class DrainingServer(uvicorn.Server):
         self.grace_s = grace_s
         self.backend_failure = failure
         self.failure: str | None = None  # why the engine failed to start, once the server stopped for it
-
-    @classmethod
-    def serving(
-        cls,
-        app: Any,
-        config: uvicorn.Config,
-        repeat_sigterm_stops: bool = True,
-        on_drained: Callable[[], bool] = lambda: True,
-    ) -> DrainingServer:
-        """The server for a polyvox app (`create_app`'s): its drain flag, in-flight requests, grace period
-        and engine start-up failure."""
-        state = app_state(app)
-        return cls(
-            config,
-            state.lifecycle,
-            busy=state.service.busy,
-            grace_s=state.settings.shutdown_grace_s,
-            failure=lambda: state.backend_failure,
-            repeat_sigterm_stops=repeat_sigterm_stops,
-            on_drained=on_drained,
-        )
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if sig == signal.SIGTERM and not self.lifecycle.draining:

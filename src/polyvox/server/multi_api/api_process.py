@@ -73,10 +73,9 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
     )
     watch.start()
     from polyvox.backends.factory import build_backend
-    from polyvox.server.app import create_app
+    from polyvox.server.app import create_app, draining_server
     from polyvox.server.app_state import app_state
     from polyvox.server.connections import uvicorn_config
-    from polyvox.server.lifecycle.draining import DrainingServer
     from polyvox.settings.errors import files_named_by
 
     try:
@@ -101,7 +100,7 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
         return seat.all_drained.is_set() or orphaned.is_set()  # with no launcher to say when, at once
 
     # a service manager's SIGTERM and the launcher's may both arrive: the second must not cut the drain
-    server = DrainingServer.serving(app, config, repeat_sigterm_stops=False, on_drained=stop_when_drained)
+    server = draining_server(app, config, repeat_sigterm_stops=False, on_drained=stop_when_drained)
     server.run(sockets=[listener])
     if orphaned.is_set() and workdir.remove_if_last(Path(seat.workdir), held):
         log.info("the launcher's working directory %s is removed", seat.workdir)
