@@ -42,6 +42,8 @@ def make_aligner(spec: str, *, device: str = "cpu") -> Aligner:
     """The aligner `spec` names: "estimate", "pocketsphinx", or else a CTC model's directory or hub id.
     Raises `StartupError` (one line a person reads) when it cannot be built."""
     spec = spec.strip()
+    if not spec:
+        raise StartupError("aligner is empty: name 'estimate', 'pocketsphinx' or a CTC model")
     if spec == ESTIMATE:
         from polyvox.alignment.aligners.estimate import EstimateAligner
 
@@ -50,4 +52,6 @@ def make_aligner(spec: str, *, device: str = "cpu") -> Aligner:
         from polyvox.alignment.aligners.sphinx import SphinxAligner
 
         return SphinxAligner.load()
-    raise StartupError(f"aligner {spec!r} is not available yet; use 'estimate' or 'pocketsphinx'")
+    from polyvox.alignment.aligners.ctc import CtcAligner
+
+    return CtcAligner.load(spec, device=device)
