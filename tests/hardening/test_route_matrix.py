@@ -72,6 +72,13 @@ SCOPES: dict[str, dict[str, str]] = {
     "/v1/audio/speech": {"POST": SPEECH},
     "/v1/audio/speech/stream": {"POST": SPEECH},
     "/v1/audio/speech/ws": {WS: SPEECH},
+    "/elevenlabs/v1/text-to-speech/{voice_id}": {"POST": SPEECH},
+    "/elevenlabs/v1/text-to-speech/{voice_id}/stream": {"POST": SPEECH},
+    "/elevenlabs/v1/text-to-speech/{voice_id}/with-timestamps": {"POST": SPEECH},
+    "/elevenlabs/v1/text-to-speech/{voice_id}/stream/with-timestamps": {"POST": SPEECH},
+    "/elevenlabs/v1/text-to-speech/{voice_id}/stream-input": {WS: SPEECH},
+    "/elevenlabs/v1/text-to-speech/{voice_id}/multi-stream-input": {WS: SPEECH},
+    "/elevenlabs/v1/voices": {"GET": SPEECH},
     "/v1/audio/voices": {"GET": VOICES_READ, "POST": VOICES_WRITE},
     "/v1/voices": {"GET": VOICES_READ},
     "/v1/audio/voices/{voice_id}": {"GET": VOICES_READ, "POST": VOICES_WRITE, "DELETE": VOICES_WRITE},
@@ -154,11 +161,25 @@ def _websocket_status(url: str, path: str, headers: dict[str, str]) -> int:
         with connect(
             url.replace("http://", "ws://") + path, additional_headers=headers, open_timeout=30
         ) as ws:
+            if path.startswith("/elevenlabs/"):
+                return _elevenlabs_socket_status(ws)
             ws.send(json.dumps({"type": "config"}))
             assert json.loads(ws.recv(timeout=30))["type"] == "ready"
             return 101
     except InvalidStatus as refused:
         return refused.response.status_code
+
+
+def _elevenlabs_socket_status(ws) -> int:
+    """An ElevenLabs socket may take its key in its first message (none sent here): a handshake without
+    one is accepted and the first message refused with the status the handshake would have had."""
+    ws.send(json.dumps({"text": " ", "context_id": "matrix"}))
+    ws.send(json.dumps({"text": "Hello.", "flush": True, "context_id": "matrix"}))
+    answer = json.loads(ws.recv(timeout=30))
+    if answer.get("code") in (401, 403):
+        return answer["code"]
+    assert "audio" in answer or answer.get("error") == "voice_not_found", answer
+    return 101
 
 
 def _status(url: str, method: str, path: str, headers: dict[str, str]) -> int:

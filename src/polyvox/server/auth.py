@@ -9,7 +9,9 @@ API docs, the playground page), and a caller without a key learns nothing of the
 before any 404, 405 or trailing-slash redirect. `public_model_list` leaves the model and voice lists
 (`PUBLIC_LIST_PATHS`) readable without a key. A WebSocket handshake may offer its key as a subprotocol
 instead (`websocket_key`), as browsers can. The caller found (`tenancy.caller.Caller`) is left in the
-request's scope for the routes.
+request's scope for the routes. ElevenLabs' clients' `xi-api-key` is read on the `/elevenlabs` routes as
+the same key (needing the `speech` scope); its text-to-speech sockets may bring it in their first
+message instead (`KEY_TO_COME`, then `authorize_key`).
 Whether the server is open (no key needed) is decided as it starts (`KeyTable.at_start`) and never
 turns back on: a server that requires keys refuses every request without a settings key with 503
 `key_store_unavailable` while its key store cannot vouch for the named keys (unreadable, or emptied).
@@ -53,6 +55,14 @@ PUBLIC_LIST_PATHS = frozenset({"/v1/models", "/v1/audio/models", "/v1/audio/voic
 MODEL_CARD_PREFIX = "/v1/models/"
 SPEECH_PREFIX = "/v1/audio/speech"
 WEBSOCKET_KEY_PREFIX = "polyvox.key."
+# ElevenLabs' clients send the key as `xi-api-key` (a header, or the first message of a text-to-speech
+# socket): read on the ElevenLabs-shaped routes as the same key `Authorization: Bearer` carries.
+ELEVENLABS_PREFIX = "/elevenlabs/"
+XI_API_KEY = "xi-api-key"
+KEY_IN_FIRST_MESSAGE = ("/stream-input", "/multi-stream-input")
+# A socket handshake that brings no key where the key may come in its first message: it may do nothing
+# until `authorize_key` has checked that key.
+KEY_TO_COME = Caller("(key in the first message)", admin=False)
 
 
 def _digest(key: str) -> bytes:
@@ -111,7 +121,19 @@ def _bearer(request: HTTPConnection) -> str | None:
     token = token.strip()
     if scheme.lower() == "bearer" and token:
         return token
+    if request.url.path.startswith(ELEVENLABS_PREFIX) and (xi := request.headers.get(XI_API_KEY, "").strip()):
+        return xi
     return websocket_key(request.scope.get("subprotocols", ()))
+
+
+def _key_may_follow(request: HTTPConnection) -> bool:
+    """An ElevenLabs text-to-speech socket, whose key may come in its first message instead."""
+    path = request.url.path
+    return (
+        request.scope["type"] == "websocket"
+        and path.startswith(ELEVENLABS_PREFIX)
+        and path.endswith(KEY_IN_FIRST_MESSAGE)
+    )
 
 
 def websocket_key(subprotocols: Iterable[str]) -> str | None:
@@ -141,7 +163,7 @@ def required_scope(method: str, path: str) -> KeyScope | None:
         return "admin"
     if path.startswith(VOICE_ADMIN_PREFIXES):
         return "voices"
-    if path.startswith(SPEECH_PREFIX):
+    if path.startswith((SPEECH_PREFIX, ELEVENLABS_PREFIX)):
         return "speech"
     return None
 
@@ -170,10 +192,22 @@ async def authorize(request: HTTPConnection) -> Caller:
     path = request.url.path
     if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
         return ANONYMOUS
+    return await _authorize(request, _bearer(request), defer=_key_may_follow(request))
+
+
+async def authorize_key(connection: HTTPConnection, key: str | None) -> Caller:
+    """For a socket whose handshake brought no key (`KEY_TO_COME`): check the key its first message
+    brings, as a handshake's would be, and leave the caller in its scope; APIError 401 / 403 / 503."""
+    caller = await _authorize(connection, key.strip() or None if key is not None else None, defer=False)
+    remember(connection.scope, caller)
+    return caller
+
+
+async def _authorize(request: HTTPConnection, token: str | None, *, defer: bool) -> Caller:
+    path = request.url.path
     state = app_state(request.app)
     method = request.scope.get("method", "GET")  # a WebSocket handshake has none
     ring, table = state.keyring, state.tenancy.keys
-    token = _bearer(request)
     digest = _digest(token) if token is not None else None
     if digest is not None and ring.is_valid(digest):
         if needs_admin(method, path) and ring.admin_keys and not ring.is_admin(digest):
@@ -185,6 +219,8 @@ async def authorize(request: HTTPConnection) -> Caller:
     named = await table.lookup(digest.hex()) if digest is not None else None
     if named is None and state.settings.public_model_list and is_public_list(method, path):
         return PUBLIC
+    if token is None and defer:
+        return KEY_TO_COME
     if table.problem is not None:  # the store cannot vouch for any named key now: fail closed
         raise keys_unavailable(table.problem)
     if named is None:

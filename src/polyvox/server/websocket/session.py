@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import WebSocket
@@ -23,8 +21,7 @@ from polyvox.server.catalog import check_model
 from polyvox.server.errors import APIError, DeadlineExceeded, from_validation_errors
 from polyvox.server.protocol import SpeechRequest, SpeechUsage, first_lone_surrogate
 from polyvox.server.speech.parsing import base64_reference
-from polyvox.server.speech.synthesis import SpeechJob, SpeechService
-from polyvox.server.tenancy.metering import charge, record
+from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.ownership import check_speakable
 from polyvox.server.websocket.protocol import (
     ProtocolError,
@@ -34,30 +31,14 @@ from polyvox.server.websocket.protocol import (
     error_frame,
     parse_message,
 )
+from polyvox.server.websocket.segments import DONE, Failure, Segment, produce
 from polyvox.server.websocket.sentences import SentenceBuffer
 from polyvox.voices.clips import ClipLimits, clip_rate
 from polyvox.voices.errors import VoiceError
 
 log = logging.getLogger(__name__)
 
-_DONE = object()
 MAX_QUEUED_SEGMENTS = 512  # sentences waiting to be spoken in one session; past it, text is refused
-
-
-@dataclass
-class Segment:
-    """One sentence of the session: its place, text, and the encoded audio its task produces."""
-
-    index: int
-    text: str
-    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
-    task: asyncio.Task | None = None
-    job: SpeechJob | None = None
-
-
-@dataclass(frozen=True)
-class _Failure:
-    error: BaseException
 
 
 class SpeechSession:
@@ -215,34 +196,8 @@ class SpeechSession:
             self.active.append(segment)
 
     async def _produce(self, segment: Segment) -> None:
-        """Run one segment through the SpeechService into its queue: bytes, then `_DONE` or a `_Failure`."""
-        service = self.service
-        job = None
         assert self.template is not None  # segments are queued only once the session is configured
-        try:
-            body = self.template.model_copy(update={"input": segment.text})
-            await charge(self.websocket, body)  # the key's per-minute limits, sentence by sentence
-            # In flight from here until it holds an admission slot, through the HTTP route's door.
-            with service.accept() as accepted_at:
-                job = segment.job = await service.prepare(
-                    body, stream=True, accepted_at=accepted_at, reference=self.reference
-                )
-                await service.lookup(job)
-                await service.admit(job)
-            first, pieces = await service.opening(job)  # run again if lost before any of it went out
-            async with contextlib.aclosing(pieces):
-                if first:
-                    segment.queue.put_nowait(first)
-                async for piece in pieces:
-                    segment.queue.put_nowait(piece)
-        except Exception as exc:
-            segment.queue.put_nowait(_Failure(exc))
-            return
-        finally:
-            if job is not None:
-                service.release(job)
-                await record(self.websocket, body, job)  # the key's usage
-        segment.queue.put_nowait(_DONE)
+        await produce(self.service, self.websocket, self.template, self.reference, segment)
 
     async def _send_loop(self) -> None:
         while True:
@@ -257,8 +212,8 @@ class SpeechSession:
             segment = self.active[0]
             await self._send_json({"type": "segment.start", "segment": segment.index, "text": segment.text})
             failed = False
-            while (item := await segment.queue.get()) is not _DONE:
-                if isinstance(item, _Failure):
+            while (item := await segment.queue.get()) is not DONE:
+                if isinstance(item, Failure):
                     await self._send_error(as_api_error(item.error), segment=segment.index)
                     failed = True
                     break
