@@ -25,6 +25,7 @@ from polyvox.server.auth import AuthMiddleware, KeyRing
 from polyvox.server.batching_metrics import BatchingStatsCollector
 from polyvox.server.body_deadline import BodyDeadlineMiddleware
 from polyvox.server.build_info import BuildInfoCollector
+from polyvox.server.elevenlabs import routes as elevenlabs_routes
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.lifecycle import fresh_reads, health, state_url
 from polyvox.server.lifecycle.draining import DrainingServer, Lifecycle
@@ -192,6 +193,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.include_router(voices.router)
     app.include_router(consents.router)
     app.include_router(websocket_route.router)
+    app.include_router(elevenlabs_routes.router)  # /elevenlabs: ElevenLabs' clients (docs/agents.md)
     app.include_router(lexicon.router)
     app.include_router(lora.router)
     app.include_router(admin_keys.router)
