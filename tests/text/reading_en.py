@@ -77,6 +77,24 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("It cost $3 billion.", ["it cost three billion dollars"]),
         ("It cost C$20.", ["it cost twenty [canadian] dollars"]),
         ("It cost 20€.", ["it cost twenty euros"]),
+        ("Tickets cost €45 each.", ["tickets cost forty five euros each"]),
+        (
+            "He owes me $2,500.",
+            ["he owes me two thousand five hundred dollars", "he owes me twenty five hundred dollars"],
+        ),
+        (
+            "The app costs $4.99 a month.",
+            [
+                "the app costs four dollars [and] ninety nine cents {a|per} month",
+                "the app costs four ninety nine {a|per} month",
+            ],
+        ),
+        ("Rent is ₹25,000 a month.", ["rent is twenty five thousand rupees {a|per} month"]),
+        ("That's a $500 phone.", ["that's a five hundred dollar phone"]),
+        ("A €3bn deal.", ["a three billion euro deal"]),
+        ("It sold for £3.2 million.", ["it sold for three point two million pounds"]),
+        ("A $19.99 plan.", ["a nineteen ninety nine plan", "a nineteen dollar ninety nine plan"]),
+        ("A $0.99 app.", ["a ninety nine cent app"]),
     ],
     "decade": [
         ("It was the 1990s.", ["it was the nineteen nineties"]),
@@ -87,6 +105,8 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("She is in her 30s.", ["she is in her thirties"]),
         ("The 80's were fun.", ["the eighties were fun"]),
         ("It was the 1960’s.", ["it was the nineteen sixties"]),
+        ("The 2000s were wild.", ["the two thousands were wild", "the {noughties|aughts} were wild"]),
+        ("Music from the '60s.", ["music from the sixties"]),
     ],
     "year": [
         (
@@ -109,6 +129,37 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("Around 500 BC.", ["around five hundred {bc|b_c}"]),
         ("In March 2024.", ["in march twenty twenty four", "in march two thousand [and] twenty four"]),
         ("Between 1939 and 1945.", ["between nineteen thirty nine and nineteen forty five"]),
+        # a year the verb or noun after it says is one; a count before anything else
+        ("1984 was a good year.", ["nineteen eighty four was a good year"]),
+        (
+            "I think 2020 was hard.",
+            ["i think twenty twenty was hard", "i think two thousand [and] twenty was hard"],
+        ),
+        (
+            "2019 saw record sales.",
+            ["twenty nineteen saw record sales", "two thousand [and] nineteen saw record sales"],
+        ),
+        ("The 1984 election was close.", ["the nineteen eighty four election was close"]),
+        ("1999's best film.", ["nineteen ninety nine's best film"]),
+        (
+            "1984 people came.",
+            [
+                "one thousand nine hundred [and] eighty four people came",
+                "nineteen hundred [and] eighty four people came",
+            ],
+        ),
+        (
+            "1984 were there.",
+            [
+                "one thousand nine hundred [and] eighty four were there",
+                "nineteen hundred [and] eighty four were there",
+            ],
+        ),
+        (
+            "We had 2024 votes.",
+            ["we had two thousand [and] twenty four votes", "we had twenty twenty four votes"],
+        ),
+        ("It was the summer of '69.", ["it was the summer of sixty nine"]),
     ],
     "date": [
         (
@@ -161,6 +212,24 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
             "Sept 11, 2001.",
             ["september [the] eleventh two thousand [and] one", "september [the] eleventh twenty {oh|o} one"],
         ),
+        (
+            "On 2024/03/05 we met.",
+            [
+                "on march [the] fifth twenty twenty four we met",
+                "on the fifth of march twenty twenty four we met",
+            ],
+        ),
+        (
+            "The meeting is on 3/15.",
+            ["the meeting is on march [the] fifteenth", "the meeting is on the fifteenth of march"],
+        ),
+        (
+            "I'll see you Tuesday, 10 December 2024.",
+            [
+                "i'll see you tuesday [the] tenth of december twenty twenty four",
+                "i'll see you tuesday december [the] tenth twenty twenty four",
+            ],
+        ),
     ],
     "time": [
         ("Dinner at 8.30pm.", ["dinner at eight thirty {pm|p_m}"]),
@@ -177,6 +246,13 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("It ends at 18:00.", ["it ends at eighteen hundred", "it ends at six {pm|o'clock}"]),
         ("Call at 7:45pm.", ["call at seven forty five {pm|p_m}"]),
         ("The ratio is 16:9.", ["the ratio is sixteen {to|by} nine"]),
+        ("The train leaves at 6:45am.", ["the train leaves at six forty five {am|a_m}"]),
+        ("It starts at 7 pm sharp.", ["it starts at seven {pm|p_m} sharp"]),
+        (
+            "The flight is at 0730.",
+            ["the flight is at {oh|o|zero} seven thirty", "the flight is at seven thirty"],
+        ),
+        ("Report at 0800 hours.", ["report at {oh|o|zero} eight hundred hours"]),
     ],
     "phone": [
         ("Dial 911.", ["dial nine one one"]),
@@ -196,6 +272,18 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
             ["call plus four four two {zero|oh|o} seven nine four six {zero|oh|o} nine five eight"],
         ),
         ("Phone 555.123.4567 now.", ["phone five five five one two three four five six seven now"]),
+        (
+            "My number is 020 7946 0958.",
+            ["my number is {zero|oh|o} two {zero|oh|o} seven nine four six {zero|oh|o} nine five eight"],
+        ),
+        (
+            "Call 0800 123 4567.",
+            [
+                "call {zero|oh|o} eight {zero|oh|o} {zero|oh|o} one two three four five six seven",
+                "call {zero|oh|o} eight hundred one two three four five six seven",
+            ],
+        ),
+        ("My cell is 415-555-0132.", ["my cell is four one five five five five {zero|oh|o} one three two"]),
     ],
     "version": [
         ("Version 2.0.3 is out.", ["version two point {zero|oh|o} point three is out"]),
@@ -224,6 +312,14 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
             ],
         ),
         ("Release 10.15.7 now.", ["release ten point fifteen point seven now"]),
+        ("Set the DNS to 8.8.8.8.", ["set the dns to eight dot eight dot eight dot eight"]),
+        (
+            "Node v18.17.0 is required.",
+            [
+                "node {version|v} eighteen point seventeen point {zero|oh|o} is required",
+                "node {version|v} eighteen seventeen {zero|oh|o} is required",
+            ],
+        ),
     ],
     "ordinal": [
         ("He came 1st.", ["he came first"]),
@@ -233,6 +329,7 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("Our 100th show.", ["our [one] hundredth show"]),
         ("The 112th floor.", ["the one hundred [and] twelfth floor"]),
         ("The 1,000th visitor.", ["the [one] thousandth visitor"]),
+        ("It's her 40th birthday.", ["it's her fortieth birthday"]),
     ],
     "percent": [
         ("Up 25% today.", ["up twenty five percent today"]),
@@ -241,6 +338,8 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("A 5-10% gain.", ["a five to ten percent gain"]),
         ("It is 100% done.", ["it is {one|a} hundred percent done"]),
         ("Only 0.1% failed.", ["only [zero] point one percent failed"]),
+        ("Inflation hit 9.1% in June.", ["inflation hit nine point one percent in june"]),
+        ("A 20% tip.", ["a twenty percent tip"]),
     ],
     "unit": [
         ("It took 9.58s.", ["it took nine point five eight seconds"]),
@@ -264,6 +363,22 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("A 2 lb bag.", ["a two {pound|pounds} bag"]),
         ("Speed 100 Mbps.", ["speed {one|a} hundred megabits {per|a} second"]),
         ("It takes 200 ms.", ["it takes two hundred milliseconds"]),
+        ("A 10 kg bag.", ["a ten {kilogram|kilo} bag"]),
+        ("The 100m sprint.", ["the {one|a} hundred {meter|metre} sprint"]),
+        ("She is 5 ft 4 in.", ["she is five {feet|foot} four [inches]"]),
+        (
+            "The recipe needs 1/2 lb of butter.",
+            ["the recipe needs half a pound of butter", "the recipe needs {a|one} half pound of butter"],
+        ),
+        ("Mix 1/4 tsp of salt.", ["mix {a|one} quarter [of] [a] teaspoon of salt"]),
+        ("Add 2 tbsp of oil.", ["add two tablespoons of oil"]),
+        (
+            "A 1,200 sq ft flat.",
+            [
+                "a one thousand two hundred square {foot|feet} flat",
+                "a twelve hundred square {foot|feet} flat",
+            ],
+        ),
     ],
     "sign": [
         ("It is -5 degrees.", ["it is {minus|negative} five degrees"]),
@@ -271,6 +386,7 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("Temperature +3.", ["temperature plus three"]),
         ("Within ±2 mm.", ["within plus or minus two {millimeters|millimetres}"]),
         ("A score of -10.", ["a score of {minus|negative} ten"]),
+        ("It's -3°C tonight.", ["it's {minus|negative} three degrees {celsius|centigrade} tonight"]),
     ],
     "fraction": [
         ("It's 50/50.", ["it's fifty fifty"]),
@@ -284,6 +400,7 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("Add ½ cup.", ["add one half cup", "add half a cup", "add a half cup"]),
         ("Open 24/7.", ["open twenty four seven"]),
         ("Take 2½ hours.", ["take two and a half hours", "take two and one half hours"]),
+        ("It's 3/4 mi away.", ["it's three quarters of a mile away"]),
     ],
     "number_sign": [
         (
@@ -297,6 +414,7 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("We are #1.", ["we are number one"]),
         ("See issue #36.", ["see issue number thirty six"]),
         ("Item No. 5 is here.", ["item number five is here"]),
+        ("Gate #7 is open.", ["gate number seven is open"]),
     ],
     "range": [
         ("It's a 50-50 chance.", ["it's a fifty fifty chance"]),
@@ -313,6 +431,16 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
                 "the years twenty {oh|o} one to twenty {oh|o} five",
             ],
         ),
+        ("Kids 6-12 years old.", ["kids six to twelve years old"]),
+        ("The war lasted 1939-1945.", ["the war lasted nineteen thirty nine to nineteen forty five"]),
+        (
+            "The Lakers won 110-102.",
+            [
+                "the lakers won {one|a} hundred [and] ten [to] {one|a} hundred [and] two",
+                "the lakers won one ten [to] one {oh|o} two",
+            ],
+        ),
+        ("It ended 2-2.", ["it ended two {two|all}", "it ended two to two"]),
     ],
     "alphanumeric": [
         ("COVID-19 is here.", ["covid nineteen is here"]),
@@ -327,6 +455,7 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
             ],
         ),
         ("It is 2x faster.", ["it is two {times|x} faster"]),
+        ("A 4x100m relay.", ["a four by {one|a} hundred {meter|metre} relay"]),
     ],
     "mixed": [
         (

@@ -68,6 +68,16 @@ def test_normalisation_is_on_by_default_and_switchable_per_request():
     assert off_by_default.prepare("I have 3 apples.", normalize=True) == ["I have three apples."]
 
 
+def test_normalize_false_leaves_every_battery_sentence_as_written():
+    from .reading_en import CASES
+    from .reading_zh import FIXED, KEPT
+
+    texts = [text for cases in CASES.values() for text, _ in cases] + [text for text, _ in KEPT + FIXED]
+    frontend = TextFrontend()
+    assert [text for text in texts if " ".join(frontend.prepare(text, normalize=False)) != text] == []
+    assert frontend.prepare("1984 was a good year.") != ["1984 was a good year."]
+
+
 def test_chinese_and_latin_runs_are_spaced_when_normalising():
     assert TextFrontend().prepare("我用GPU跑模型。") == ["我用 GPU 跑模型。"]
     assert TextFrontend().prepare("我用GPU跑模型。", normalize=False) == ["我用GPU跑模型。"]
@@ -100,6 +110,13 @@ def test_lexicon_is_applied_before_normalisation():
     lexicon = Lexicon([LexiconEntry("COVID-19", "covid nineteen"), LexiconEntry("Nguyen", "win")])
     pieces = TextFrontend(lexicon).prepare("Nguyen had COVID-19 in 2020.")
     assert pieces == ["win had covid nineteen in twenty twenty."]
+
+
+def test_the_lexicon_wins_over_the_number_rules():
+    lexicon = Lexicon([LexiconEntry("1984", "Nineteen Eighty-Four"), LexiconEntry("7×24", "全天候")])
+    frontend = TextFrontend(lexicon)
+    assert frontend.prepare("1984 people read it.") == ["Nineteen Eighty-Four people read it."]
+    assert frontend.prepare("提供7×24服务。") == ["提供全天候服务。"]
 
 
 def test_lexicon_edits_take_effect_on_the_next_request():

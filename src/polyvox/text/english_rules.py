@@ -5,7 +5,9 @@ person reads it: "$1,234.56" → "one thousand two hundred and thirty four dolla
 cents", "the 1990s" → "the nineteen nineties", "555-1234" → "five five five, one two three four".
 The rules run in order, most specific first (a phone number before a range, a date before a
 fraction), and each writes words only, so a later rule never reads an earlier one's output. What is
-left (abbreviations such as "Dr.", "&") goes on to wetext's English grammar.
+left (abbreviations such as "Dr.", "&") goes on to wetext's English grammar. Whether the words
+around a number make it a year ("1984 was a good year") or an amount that qualifies the noun after
+it ("a $5 bill") is `polyvox.text.english_context`'s to say.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from polyvox.text import english_tables as tables
+from polyvox.text.english_context import CLAUSE_START, YEAR_NOUNS, YEAR_VERBS, qualifies_next_noun
 from polyvox.text.english_words import (
     cardinal,
     decimal,
@@ -57,6 +60,13 @@ def _phone(match: re.Match[str]) -> str:
     groups = re.findall(r"\d+", match.group())
     spoken = ", ".join(digits_one_by_one(group) for group in groups)
     return ("plus " if match.group().startswith("+") else "") + spoken
+
+
+def _national_phone(match: re.Match[str]) -> str:
+    """ "020 7946 0958", "0800 123 4567": a number dialled inside one country (9 to 13 digits)."""
+    if not 9 <= sum(c.isdigit() for c in match.group()) <= 13:
+        return match.group()
+    return _phone(match)
 
 
 def _ip(match: re.Match[str]) -> str:
@@ -145,6 +155,12 @@ def _clock_time(match: re.Match[str]) -> str:
     return _clock(hour, minutes)
 
 
+def _military_time(match: re.Match[str]) -> str:
+    hour, minutes = (match[1], match[2]) if match[1] else (match[3], match[4])
+    spoken = f"{'oh ' if hour[0] == '0' else ''}{cardinal(str(int(hour)))}"
+    return f"{spoken} {'hundred' if minutes == '00' else _clock(0, minutes).removeprefix('zero ')}"
+
+
 def _money_words(amount: str, currency: tables.Currency) -> str:
     whole, _, fraction_digits = amount.replace(",", "").partition(".")
     if len(fraction_digits) > 2 or (fraction_digits and currency.cent is None):
@@ -161,11 +177,32 @@ def _prefix_money(match: re.Match[str]) -> str:
     sign, symbol, low, high, magnitude, letter = match.groups()
     currency = tables.PREFIX_CURRENCIES[symbol]
     scale = magnitude or letter
+    name = _currency_name(match, currency, low, high)
     if scale:
-        return f"{_sign(sign)}{_amount_range(low, high)} {tables.MAGNITUDES[scale]} {currency.many}"
-    if high is not None:
-        return f"{_sign(sign)}{_amount_range(low, high)} {currency.many}"
+        return f"{_sign(sign)}{_amount_range(low, high)} {tables.MAGNITUDES[scale]} {name}"
+    if high is not None or name == currency.one:
+        return f"{_sign(sign)}{_amount_range(low, high)} {name}"
+    if len(low.partition(".")[2]) == 2 and currency.cent and qualifies_next_noun(match):
+        return _sign(sign) + _qualifying_money(low.replace(",", ""), currency)
     return _sign(sign) + _money_words(low, currency)
+
+
+def _qualifying_money(amount: str, currency: tables.Currency) -> str:
+    """An amount with cents before the noun it qualifies: "a $5.50 fee" → "a five fifty fee"."""
+    whole, _, cents = amount.partition(".")
+    if cents == "00":
+        return f"{cardinal(whole or '0')} {currency.one}"
+    if not whole.strip("0"):
+        return f"{cardinal(cents.lstrip('0'))} {currency.cent}"
+    return f"{cardinal(whole)} {_clock(0, cents).removeprefix('zero ')}"
+
+
+def _currency_name(match: re.Match[str], currency: tables.Currency, low: str, high: str | None) -> str:
+    """The currency's name in the plural, or in the singular where the amount qualifies a noun ("a $5
+    bill") and has no cents to read."""
+    if "." not in low and (high is None or "." not in high) and qualifies_next_noun(match):
+        return currency.one
+    return currency.many
 
 
 def _suffix_money(match: re.Match[str]) -> str:
@@ -173,8 +210,9 @@ def _suffix_money(match: re.Match[str]) -> str:
     if symbol == "¢":
         return f"{_sign(sign)}{_amount_range(low, high)} {'cent' if is_one(low) and not high else 'cents'}"
     currency = tables.SUFFIX_CURRENCIES[symbol]
-    if high is not None:
-        return f"{_sign(sign)}{_amount_range(low, high)} {currency.many}"
+    name = _currency_name(match, currency, low, high)
+    if high is not None or name == currency.one:
+        return f"{_sign(sign)}{_amount_range(low, high)} {name}"
     return _sign(sign) + _money_words(low, currency)
 
 
@@ -186,7 +224,22 @@ def _percent(match: re.Match[str]) -> str:
 def _unit(match: re.Match[str]) -> str:
     sign, low, high, unit = match.groups()
     one, many = tables.UNITS[unit]
-    return f"{_sign(sign)}{_amount_range(low, high)} {one if is_one(low) and high is None else many}"
+    singular = (is_one(low) and high is None) or qualifies_next_noun(match)  # "a 10 kg bag"
+    return f"{_sign(sign)}{_amount_range(low, high)} {one if singular else many}"
+
+
+def _fraction_of_unit(match: re.Match[str]) -> str:
+    top, bottom, unit = match.groups()
+    one, many = tables.UNITS[unit]
+    if bottom not in tables.FRACTION_DENOMINATORS or not 0 < int(top) < int(bottom):
+        return f"{cardinal(top)} over {cardinal(bottom)} {many}"
+    article = "an" if one[0] in "aeio" or one.startswith("hour") else "a"
+    if (top, bottom) == ("1", "2"):
+        return f"half {article} {one}"  # "half a pound"
+    part = fraction(top, bottom)
+    if top == "1":
+        part = "a " + part.split(" ", 1)[1]  # "a quarter of a teaspoon"
+    return f"{part} of {article} {one}"
 
 
 def _ordinal(match: re.Match[str]) -> str:
@@ -232,7 +285,9 @@ def _number_sign(match: re.Match[str]) -> str:
 def _dimensions(match: re.Match[str]) -> str:
     width, height, unit = match.groups()
     spoken = f"{decimal(width)} by {decimal(height)}"
-    return f"{spoken} {tables.UNITS[unit][1]}" if unit else spoken
+    if not unit:
+        return spoken
+    return f"{spoken} {tables.UNITS[unit][0 if qualifies_next_noun(match) else 1]}"  # "a 4x100m relay"
 
 
 def _times(match: re.Match[str]) -> str:
@@ -285,12 +340,14 @@ _RULES: list[Rule] = [
     (re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .-]\d{1,4}){2,5}(?![\w]|[.-]\d)"), _phone),
     (re.compile(r"(?<![\w.-])(?:1[-. ])?(?:\(\d{3}\) ?|\d{3}[-.])\d{3}[-.]\d{4}(?![\w]|[.-]\d)"), _phone),
     (re.compile(r"(?<![\w.,-])[2-9]\d{2}-\d{4}(?![\w]|[.-]\d)"), _phone),
+    (re.compile(r"(?<![\w.,+-])0\d{2,4}(?: \d{3,6}){1,2}(?![\w]|[.,-]\d)"), _national_phone),
     # IP addresses and versions: "192.168.1.1", "v1.2", "2.0.3"
     (re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w]|\.\d)"), _ip),
     (re.compile(r"(?<![\w.])(v|V)(\d+(?:\.\d+)*)(?![\w]|\.\d)"), _version),
     (re.compile(r"(?<![\w.])()(\d+(?:\.\d+){2,})(?![\w]|\.\d)"), _version),
     # dates: "2024-03-05", "03/05/2024", "March 5th, 2024", "5 March 2024"
     (re.compile(r"(?<![\w.-])(\d{4})-(\d{2})-(\d{2})(?![\w]|-\d)"), _iso_date),
+    (re.compile(r"(?<![\w/.])(\d{4})/(\d{1,2})/(\d{1,2})(?![\w/])"), _iso_date),
     (re.compile(r"(?<![\w/.])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\w/])"), _slash_date),
     (re.compile(rf"\b({_MONTH})\.? (\d{{1,2}})(?:st|nd|rd|th)?(?:,? ({_YEAR}))?(?![\w:])"), _month_day),
     (
@@ -304,6 +361,8 @@ _RULES: list[Rule] = [
         re.compile(r"(?<![\w'’])(?:(1\d[0-9]0|20[0-9]0)|['’]?([1-9]0))['’]?s\b"),
         lambda m: _plural(year(m.group(1)) if m.group(1) else cardinal(m.group(2))),
     ),
+    # years in two digits: "the summer of '69", "class of '05"
+    (re.compile(r"(?<![\w'’])['’](\d\d)(?![\w'’]|[.,]\d)"), lambda m: _year_words(m[1])),
     # times: "9:00-10:30", "9-5pm", "5:30 p.m.", "5pm", "14:30", "9:00", "1:30:15"; ratios "16:9"
     (
         re.compile(
@@ -314,6 +373,13 @@ _RULES: list[Rule] = [
     (re.compile(r"(?<![\w:.])(\d{1,2})(?:[:.](\d{2}))?\s?([AaPp])(\.[Mm]\.|[Mm]\b)"), _time_of_day),
     (re.compile(r"(?<![\w:.])(\d{1,2}):(\d{2})(?::(\d{2}))?(?![\w:]|\.\d)"), _clock_time),
     (re.compile(r"(?<![\w:.])(\d+):(\d+)(?![\w:]|\.\d)"), lambda m: f"{cardinal(m[1])} to {cardinal(m[2])}"),
+    # the 24-hour clock without a colon: "at 0730", "0800 hours", "1430 hours"
+    (
+        re.compile(
+            r"(?<=\bat )(0\d)([0-5]\d)(?![\w]|[.,:]\d)|(?<![\w.,])([01]\d|2[0-3])([0-5]\d)(?= hours\b)"
+        ),
+        _military_time,
+    ),
     # digit by digit: "911", "ZIP code 90210", "PIN 1234"; seconds glued to a decimal: "9.58s"
     (re.compile(r"(?<![\w.,-])911(?![\w]|[.,-]\d)"), lambda m: "nine one one"),
     (
@@ -323,7 +389,11 @@ _RULES: list[Rule] = [
         lambda m: f"{m[1]}{m[2]}{digits_one_by_one(m[3])}",
     ),
     (re.compile(rf"{_START}(\d+\.\d+)s\b"), lambda m: f"{decimal(m[1])} seconds"),
-    # heights: 6'2"
+    # heights: 6'2", "5 ft 4 in"
+    (
+        re.compile(r"(?<![\w.])(\d{1,2}) ?(?:ft|feet|foot) (\d{1,2}) ?(?:in|inches|inch)\b"),
+        lambda m: f"{cardinal(m[1])} feet {cardinal(m[2])} {'inch' if m[2] == '1' else 'inches'}",
+    ),
     (
         re.compile(r"(?<![\w.])(\d{1,2})['’]\s?(\d{1,2})(?:\"|''|”)"),
         lambda m: f"{cardinal(m[1])} feet {cardinal(m[2])} inches",
@@ -347,6 +417,11 @@ _RULES: list[Rule] = [
     (
         re.compile(r"(?<=[a-z])\s?/\s?(month|year|day|hour|week|night|person|mo|yr|hr)\b"),
         lambda m: " a " + _PERIODS.get(m[1], m[1]),
+    ),
+    # a fraction of a unit: "1/2 lb", "3/4 mi"
+    (
+        re.compile(rf"(?<![\w./])(\d+)/(\d+) ?({_alternatives(tables.UNITS)})(?![\w/])"),
+        _fraction_of_unit,
     ),
     # percentages, units, ordinals: "5-10%", "-5°C", "100 km/h", "21st"
     (re.compile(rf"{_START}{_SIGN}({_AMOUNT})(?:\s?%?{_DASH}({_AMOUNT}))?\s?%"), _percent),
@@ -382,6 +457,14 @@ _RULES: list[Rule] = [
         _cued_year,
     ),
     (re.compile(r"(?<![\w.,])(\d{1,4}) ?(AD|BC|BCE|CE)\b"), _era_year),
+    # a year the next word says is one: "1984 was a good year", "the 1984 election", "1999's best"
+    (
+        re.compile(
+            rf"{CLAUSE_START}(1[5-9]\d\d|20\d\d)(?<!00)(?=['’]s\b|\s{YEAR_VERBS}\b)(?![.,]\d)"
+            rf"|(?<![\w.,$€£¥#+-])({_YEAR})(?=\s(?i:{YEAR_NOUNS})\b)"
+        ),
+        lambda m: year(m[1] or m[2]),
+    ),
     (
         re.compile(r"(?<![\w.,$€£¥#+-])(1[89]\d\d|20\d\d)(?=[.!?;:,]?(?:\s|$))(?![.,]\d)(?!\s[a-z])"),
         lambda m: year(m[1]),

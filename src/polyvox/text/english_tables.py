@@ -84,9 +84,12 @@ UNITS: dict[str, tuple[str, str]] = {
     "MW": ("megawatt", "megawatts"), "kWh": ("kilowatt hour", "kilowatt hours"), "V": ("volt", "volts"),
     "mA": ("milliamp", "milliamps"), "mAh": ("milliamp hour", "milliamp hours"),
     "dB": ("decibel", "decibels"), "cal": ("calorie", "calories"), "kcal": ("kilocalorie", "kilocalories"),
-    "px": ("pixel", "pixels"), "°C": ("degree Celsius", "degrees Celsius"), "℃": ("degree Celsius",
-    "degrees Celsius"), "°F": ("degree Fahrenheit", "degrees Fahrenheit"), "℉": ("degree Fahrenheit",
-    "degrees Fahrenheit"), "°": ("degree", "degrees"),
+    "px": ("pixel", "pixels"), "tsp": ("teaspoon", "teaspoons"), "tbsp": ("tablespoon", "tablespoons"),
+    "sq ft": ("square foot", "square feet"), "sq m": ("square meter", "square meters"),
+    "m²": ("square meter", "square meters"), "km²": ("square kilometer", "square kilometers"),
+    "°C": ("degree Celsius", "degrees Celsius"), "℃": ("degree Celsius", "degrees Celsius"),
+    "°F": ("degree Fahrenheit", "degrees Fahrenheit"), "℉": ("degree Fahrenheit", "degrees Fahrenheit"),
+    "°": ("degree", "degrees"),
 }  # fmt: skip
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
