@@ -39,6 +39,14 @@ def test_a_repeated_token_gets_the_blank_it_needs():
     assert held.tolist() == [[0, 1], [2, 3], [3, 4]]
 
 
+def test_a_long_sequence_is_followed_to_its_end():
+    # 200 tokens (401 states): a sentence's worth of letters; frames say each token twice, then a blank
+    tokens = [A, B] * 100
+    labels = [label for token in tokens for label in (token, token, BLANK)]
+    held = forced_align(emissions(labels), tokens, BLANK)
+    assert held.tolist() == [[3 * j, 3 * j + 2] for j in range(len(tokens))]
+
+
 def test_too_few_frames_to_spell_the_tokens():
     assert forced_align(emissions([A, A, B]), [A, A, B], BLANK) is None
     assert forced_align(emissions([]), [A], BLANK) is None

@@ -49,7 +49,7 @@ def forced_align(log_probs: np.ndarray, targets: Sequence[int], blank: int) -> n
     state = last
     for t in range(frames - 1, -1, -1):
         path[t] = state
-        state -= came_from[t, state]
+        state -= int(came_from[t, state])
     spans = np.empty((len(targets), 2), dtype=np.int64)
     for j in range(len(targets)):
         held = np.flatnonzero(path == 2 * j + 1)
