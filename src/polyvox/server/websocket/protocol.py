@@ -41,6 +41,8 @@ class SessionConfig(BaseModel):
     ref_audio: str | None = None
     ref_text: str | None = None
     audio_encoding: Literal["binary", "base64"] = "binary"
+    # `segment.words` events: each segment's words (and pieces, with "segment") on the session's clock
+    timestamp_granularities: list[Literal["word", "segment"]] | None = None
 
 
 class ProtocolError(Exception):

@@ -33,6 +33,7 @@ from polyvox.server.websocket.protocol import (
 )
 from polyvox.server.websocket.segments import DONE, Failure, Segment, produce
 from polyvox.server.websocket.sentences import SentenceBuffer
+from polyvox.server.websocket.words import new_pieces, words_event
 from polyvox.voices.clips import ClipLimits, clip_rate
 from polyvox.voices.errors import VoiceError
 
@@ -59,6 +60,7 @@ class SpeechSession:
         self.send_lock = asyncio.Lock()
         self.sender: asyncio.Task | None = None
         self.segments = 0
+        self.clock = 0.0  # seconds of the session's audio before the segment being sent (segment.words)
         self.ending = False
         self.input_tokens = 0
         self.output_tokens = 0
@@ -167,6 +169,7 @@ class SpeechSession:
         dropped = [segment.index for segment in (*self.active, *self.pending)]
         self.buffer.clear()
         await self._stop_audio()
+        self.clock = 0.0
         await self._send_json({"type": "cancelled", "segments": dropped})
         self.sender = asyncio.create_task(self._send_loop())
 
@@ -217,15 +220,24 @@ class SpeechSession:
                     await self._send_error(as_api_error(item.error), segment=segment.index)
                     failed = True
                     break
+                await self._send_words(segment)  # a piece's words before (or with) its audio
                 await self._send_audio(segment.index, item)
             self.active.popleft()
             if not failed:
+                await self._send_words(segment)
                 await self._segment_done(segment)
+
+    async def _send_words(self, segment: Segment) -> None:
+        assert self.config is not None  # segments run only once the session is configured
+        granularities = self.config.timestamp_granularities or []
+        if event := words_event(segment.index, new_pieces(segment.job), self.clock, granularities):
+            await self._send_json(event)
 
     async def _segment_done(self, segment: Segment) -> None:
         job = segment.job
         assert job is not None  # a segment's audio is done only after its job was prepared
         usage = job.usage()
+        self.clock += job.audio_seconds  # where the next segment starts on the session's clock
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         await self._send_json(
