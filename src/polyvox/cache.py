@@ -2,7 +2,9 @@
 by everything that shapes the audio, with atomic writes, a TTL and a size cap with LRU eviction.
 
 What is stored is what the engine produced, before speed change, resampling and encoding, so one
-entry serves every `response_format`, `sample_rate` and server-side speed, streamed or not. A cache
+entry serves every `response_format`, `sample_rate` and server-side speed, streamed or not; with the
+audio, the word timings of an answer that asked for them (its pieces on the engine's clock), so a hit
+answers the same words. A cache
 that cannot write (read-only or full disk) stops storing and says so in the log; it never fails a
 request. Several processes may share one directory: writes are atomic renames, and an entry another
 process evicted is simply a miss.
@@ -22,13 +24,14 @@ import time
 import unicodedata
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
+from polyvox.alignment.timeline import PieceTiming, pieces_from_bytes, pieces_to_bytes
 from polyvox.backends.base import Backend, SynthesisRequest
 from polyvox.files.dir_format import DirectoryFormat, DirectoryFormatError
 from polyvox.runtime.startup import StartupError
@@ -37,9 +40,11 @@ from polyvox.settings.uttera import UTTERA_CACHE_TTL, uttera_turns_cache_off
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1
+# 2: word timings after the samples (1 had none; its entries are removed as the directory is upgraded)
+CACHE_FORMAT = 2
 _MAGIC = b"PVXAUDIO"
-_HEADER = struct.Struct("<8sIIQd")  # magic, format, sample rate, sample count, created (unix time)
+# magic, format, sample rate, sample count, created (unix time), bytes of word timings after the samples
+_HEADER = struct.Struct("<8sIIQdI")
 _SUFFIX = ".pcm"
 _WARN_EVERY_S = 60.0
 _STALE_TMP_S = 3600.0
@@ -47,8 +52,11 @@ _STALE_TMP_S = 3600.0
 
 @dataclass(frozen=True)
 class CachedAudio:
+    """A finished answer's engine audio and, if it was timed, its pieces (`PieceTiming`, engine clock)."""
+
     samples: np.ndarray
     sample_rate: int
+    pieces: tuple[PieceTiming, ...] | None = None
 
 
 def normalize_text(text: str) -> str:
@@ -77,6 +85,10 @@ def backend_fingerprint(backend: Backend) -> str:
     return json.dumps(parts, sort_keys=True, default=str)
 
 
+# A request's fields that do not shape its audio (or are keyed their own way: text, reference).
+_NOT_KEYED = ("request_id", "piece", "pieces", "listener", "timeline", "spans", "reference", "text")
+
+
 def cache_key(
     backend_print: str, request: SynthesisRequest, voice_fingerprint: str | None = None, **extra: object
 ) -> str:
@@ -87,7 +99,8 @@ def cache_key(
     fields = {
         f.name: getattr(request, f.name)
         for f in dataclasses.fields(request)
-        if f.name not in ("request_id", "piece", "pieces", "listener", "reference", "text")
+        if f.name
+        not in ("request_id", "piece", "pieces", "listener", "timeline", "spans", "reference", "text")
     }
     ref = request.reference
     if voice_fingerprint is not None or ref is not None:
@@ -113,12 +126,22 @@ class AudioStore(Protocol):
 
     def get(self, key: str) -> CachedAudio | None: ...
 
-    def put(self, key: str, samples: np.ndarray, sample_rate: int) -> bool: ...
+    def put(
+        self, key: str, samples: np.ndarray, sample_rate: int, pieces: Sequence[PieceTiming] | None = None
+    ) -> bool: ...
+
+
+def _drop_format_1(directory: Path) -> None:
+    """Format 1's entries hold no word timings, and their keys (which name the format) are never asked
+    for again: removed, rather than left to age out of the size cap."""
+    for path in directory.glob(f"*{_SUFFIX}"):
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 # The directory's format is its entries' (each `<key>.pcm` names CACHE_FORMAT in its header; one of
 # another format is a miss, and removed).
-CACHE_DIR_FORMAT = DirectoryFormat("cache_dir", CACHE_FORMAT)
+CACHE_DIR_FORMAT = DirectoryFormat("cache_dir", CACHE_FORMAT, {1: _drop_format_1})
 
 
 class AudioCache:
@@ -160,13 +183,17 @@ class AudioCache:
         try:
             with open(path, "rb") as f:
                 header = f.read(_HEADER.size)
-                magic, version, rate, count, created = _HEADER.unpack(header)
+                magic, version, rate, count, created, timed = _HEADER.unpack(header)
                 data = f.read()
         except (OSError, struct.error):
             self._forget(key)
             return None
         expired = self.ttl_s is not None and time.time() - created > self.ttl_s
-        if magic != _MAGIC or version != CACHE_FORMAT or len(data) != count * 4 or expired:
+        if magic != _MAGIC or version != CACHE_FORMAT or len(data) != count * 4 + timed or expired:
+            self._remove(key)
+            return None
+        pieces = pieces_from_bytes(data[count * 4 :]) if timed else None
+        if timed and pieces is None:
             self._remove(key)
             return None
         with contextlib.suppress(OSError):
@@ -176,15 +203,20 @@ class AudioCache:
                 self._index[key] = _HEADER.size + len(data)
                 self._bytes += _HEADER.size + len(data)
             self._index.move_to_end(key)
-        return CachedAudio(np.frombuffer(data, dtype="<f4").astype(np.float32), rate)
+        audio = np.frombuffer(data, dtype="<f4", count=count).astype(np.float32)
+        return CachedAudio(audio, rate, pieces)
 
-    def put(self, key: str, samples: np.ndarray, sample_rate: int) -> bool:
+    def put(
+        self, key: str, samples: np.ndarray, sample_rate: int, pieces: Sequence[PieceTiming] | None = None
+    ) -> bool:
         """Store atomically (write a temporary file, rename it over the key); False if not stored."""
-        data = np.ascontiguousarray(samples, dtype="<f4").tobytes()
+        audio = np.ascontiguousarray(samples, dtype="<f4").tobytes()
+        timings = pieces_to_bytes(pieces) if pieces is not None else b""
+        data = audio + timings
         size = _HEADER.size + len(data)
         if size > self.max_bytes:
             return False
-        header = _HEADER.pack(_MAGIC, CACHE_FORMAT, sample_rate, len(data) // 4, time.time())
+        header = _HEADER.pack(_MAGIC, CACHE_FORMAT, sample_rate, len(audio) // 4, time.time(), len(timings))
         tmp = self.directory / f".{key}.{uuid.uuid4().hex}.tmp"
         try:
             with open(tmp, "xb") as f:

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from polyvox.state.audio_cache import RedisAudioCache
+from polyvox.state.audio_cache import HEADER_BYTES, RedisAudioCache
 from polyvox.state.connection import StateConnection
 
 
@@ -34,7 +34,7 @@ def test_an_entry_stored_by_one_replica_is_read_by_another(redis_server):
 
 
 def test_the_size_cap_evicts_the_least_recently_used(redis_server):
-    entry = len(tone(0.2).tobytes()) + 12
+    entry = len(tone(0.2).tobytes()) + HEADER_BYTES
     one, two = replica(redis_server.url, max_bytes=2 * entry), replica(redis_server.url, max_bytes=2 * entry)
     one.put("a", tone(0.2), 24_000)
     two.put("b", tone(0.2), 24_000)

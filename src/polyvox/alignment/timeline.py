@@ -1,9 +1,11 @@
 """`Timeline`: the pieces of one answer with their words, as they become known while it is spoken
-(`PieceTiming`: the client's text of a piece, its bounds and its words), for every protocol to read."""
+(`PieceTiming`: the client's text of a piece, its bounds and its words), for every protocol to read;
+and the pieces as bytes for the audio cache (`pieces_to_bytes`, `pieces_from_bytes`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from polyvox.alignment.words import WordTiming, scaled, shifted
@@ -77,3 +79,29 @@ class Timeline:
     def words(self) -> list[WordTiming]:
         """Every word known so far, in order, on the answer's clock."""
         return [word for piece in self.pieces for word in piece.words]
+
+
+def pieces_to_bytes(pieces: Sequence[PieceTiming]) -> bytes:
+    """The pieces as compact JSON (the audio cache keeps them with the audio)."""
+    rows = [
+        [p.index, p.text, p.start, p.end, [[w.word, w.start, w.end, w.approximate] for w in p.words]]
+        for p in pieces
+    ]
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def pieces_from_bytes(data: bytes) -> tuple[PieceTiming, ...] | None:
+    """The pieces `pieces_to_bytes` wrote; None for bytes that are not such pieces (a damaged entry)."""
+    try:
+        return tuple(
+            PieceTiming(
+                int(index),
+                str(text),
+                float(start),
+                float(end),
+                tuple(WordTiming(str(w), float(a), float(b), bool(x)) for w, a, b, x in words),
+            )
+            for index, text, start, end, words in json.loads(data)
+        )
+    except (ValueError, TypeError, UnicodeDecodeError):
+        return None

@@ -28,6 +28,8 @@ from polyvox.text.emotion import EMOTIONS, NEUTRAL_ONLY
 from polyvox.text.frontend import has_words
 
 if TYPE_CHECKING:
+    from polyvox.alignment.aligners import Span
+    from polyvox.alignment.timeline import Timeline
     from polyvox.backends.fair_queue import Listener
     from polyvox.batching.stats import BatchingStats
     from polyvox.text.lexicon import Lexicon
@@ -98,6 +100,14 @@ class SynthesisRequest:
     # Whose request this is, piece after piece (the text front end gives each request one), for an engine
     # that shares a few workers among requests fairly (the embedded voice's FairQueue). None: its own.
     listener: Listener | None = None
+    # Where the answer's pieces go once each is timed (`PieceTiming`: the client's words and when they are
+    # heard, on the engine's clock), filled in by the text front end's `PieceStream`. None: no word
+    # timestamps asked, nothing timed.
+    timeline: Timeline | None = None
+    # One piece's spoken words, for a back end that times them itself (`capabilities.word_timings`): it
+    # appends one `Span` per word of `text` (split on whitespace), seconds from the piece's first sample,
+    # by the time its stream ends. None: not asked.
+    spans: list[Span] | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,7 @@ class BackendCapabilities:
     native_speed: bool = False  # honours `SynthesisRequest.speed` itself, up to `max_native_speed`
     max_native_speed: float = float("inf")
     lora: bool = False  # serves LoRA adapters (`SynthesisRequest.lora`, `load_adapter`)
+    word_timings: bool = False  # times the words it speaks itself (fills `SynthesisRequest.spans`)
 
     @property
     def emotions(self) -> tuple[str, ...]:

@@ -12,6 +12,8 @@ speaker, 22,050 Hz (the voice config's rate), no cloning, no voice design:
 - Speed is native, through piper's `length_scale`, mapped by the measured duration curve of this
   voice (durations do not scale 1:1 with `length_scale`). The voice cannot speak faster than about
   2x (`BackendCapabilities.max_native_speed`); the server time-stretches any speed beyond that.
+- Word times are exact (`capabilities.word_timings`): asked for (`SynthesisRequest.spans`), each sentence
+  is synthesised with piper's phoneme lengths, turned into word spans by `embedded_words`.
 - Only Latin-script text is spoken (lone Greek letters such as π are read as symbols). Chinese,
   Japanese, Korean or other scripts are refused with `unsupported_language` rather than read out
   as English-letter gibberish; VoxCPM2 speaks them.
@@ -37,8 +39,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from polyvox.alignment.aligners import Span
 from polyvox.backends.base import OPENAI_VOICES, Backend, BackendCapabilities, BackendInfo, SynthesisRequest
 from polyvox.backends.embedded_voice import VOICE_NAME, VOICE_SHA256, VoiceFiles, load_voice, locate_voice
+from polyvox.backends.embedded_words import word_spans
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.backends.fair_queue import FairQueue, Listener, Place
 from polyvox.runtime.cores import usable_cores
@@ -119,7 +123,9 @@ class EmbeddedBackend(Backend):
             name="embedded",
             model_id=MODEL_ID,
             sample_rate=22050,
-            capabilities=BackendCapabilities(native_speed=True, max_native_speed=MAX_NATIVE_SPEED),
+            capabilities=BackendCapabilities(
+                native_speed=True, max_native_speed=MAX_NATIVE_SPEED, word_timings=True
+            ),
             languages=("en",),
             extra={
                 "voice": VOICE_NAME,
@@ -201,9 +207,15 @@ class EmbeddedBackend(Backend):
         )
         # a request the text pipeline did not mark is a listener of its own
         place = Place(request.listener or Listener(), request.piece or 0)
+        offset = 0  # samples of the piece so far: where the next sentence's words start
         for index, sentence in enumerate(split_sentences(request.text, self.max_chars)):
-            work = functools.partial(self._synthesize, voice, sentence, config)
+            spans: list[Span] | None = [] if request.spans is not None else None
+            work = functools.partial(self._synthesize, voice, sentence, config, spans)
             audio = await queue.run(place, work, sentence=index, size=len(sentence))
+            if request.spans is not None and spans is not None:
+                seconds = offset / voice.config.sample_rate
+                request.spans.extend(Span(s.start + seconds, s.end + seconds, s.approximate) for s in spans)
+            offset += audio.size
             if audio.size:
                 yield audio
 
@@ -213,10 +225,23 @@ class EmbeddedBackend(Backend):
             pass
         return voice
 
-    def _synthesize(self, voice, sentence: str, config) -> np.ndarray:
-        chunks = [chunk.audio_float_array for chunk in voice.synthesize(sentence, syn_config=config)]
+    def _synthesize(self, voice, sentence: str, config, spans: list[Span] | None) -> np.ndarray:
+        """The sentence's audio; with `spans`, one span per word of it appended there (none when piper
+        could not report its phonemes' lengths: the server's aligner times the piece instead)."""
+        timed = spans is not None
+        chunks = list(voice.synthesize(sentence, syn_config=config, include_alignments=timed))
         with self._count_lock:
             self.sentences_synthesised += 1
         if not chunks:
             return np.zeros(0, dtype=np.float32)
-        return np.concatenate(chunks).astype(np.float32, copy=False)
+        audio = np.concatenate([chunk.audio_float_array for chunk in chunks]).astype(np.float32, copy=False)
+        if spans is not None and all(chunk.phoneme_alignments is not None for chunk in chunks):
+            timed_phonemes = [(a.phoneme, int(a.num_samples)) for c in chunks for a in c.phoneme_alignments]
+            phonemize = functools.partial(_phonemes, voice)
+            spans.extend(word_spans(timed_phonemes, sentence.split(), phonemize, voice.config.sample_rate))
+        return audio
+
+
+def _phonemes(voice, word: str) -> list[str]:
+    """A word's phonemes as the voice phonemises it on its own."""
+    return [phoneme for sentence in voice.phonemize(word) for phoneme in sentence]

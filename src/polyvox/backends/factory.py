@@ -6,6 +6,7 @@ server imports no PyTorch, which only VoxCPM needs (the `voxcpm` extra)."""
 
 from __future__ import annotations
 
+from polyvox.alignment.aligners import make_aligner
 from polyvox.backends.base import Backend
 from polyvox.backends.text_pipeline import TextPipeline
 from polyvox.runtime.startup import StartupError
@@ -57,8 +58,14 @@ def with_text_frontend(backend: Backend, settings: Settings) -> TextPipeline:
     frontend = TextFrontend(
         _lexicon(settings), normalize_default=settings.normalize, max_piece_chars=settings.max_piece_chars
     )
+    # Word timestamps: an engine that times its words itself needs no aligner (none is built).
+    aligner = None if backend.info.capabilities.word_timings else make_aligner(settings.aligner)
     return TextPipeline(
-        backend, frontend, lookahead=settings.piece_lookahead, crossfade_ms=settings.crossfade_ms
+        backend,
+        frontend,
+        lookahead=settings.piece_lookahead,
+        crossfade_ms=settings.crossfade_ms,
+        aligner=aligner,
     )
 
 

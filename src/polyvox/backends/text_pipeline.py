@@ -15,6 +15,10 @@ request without a seed gets one drawn here, shared by all its pieces, so samplin
 same noise for each piece. Each piece's request carries the request's `Listener` and the piece's
 index, so an engine that shares a few workers among requests (the embedded voice) can serve them
 fairly; engines that batch on their own ignore them.
+
+A request with a `timeline` (word timestamps asked) has each piece timed as it ends (`PieceTimer`: the
+engine's own word times, or the `aligner` over the piece's audio, off the event loop), on the clock of
+the joined audio.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from polyvox.alignment.aligners import ESTIMATE, Aligner, make_aligner
 from polyvox.backends.base import (
     AdapterInfo,
     AudioStream,
@@ -40,6 +45,7 @@ from polyvox.backends.base import (
 )
 from polyvox.backends.errors import EmptyInput
 from polyvox.backends.fair_queue import Listener
+from polyvox.backends.piece_timing import PieceTimer
 from polyvox.text.frontend import TextFrontend
 from polyvox.text.lexicon import Lexicon
 
@@ -58,8 +64,15 @@ class TextPipeline(Backend):
     """A Backend that speaks long text through `inner`, piece by piece (see the module docstring)."""
 
     def __init__(
-        self, inner: Backend, frontend: TextFrontend, lookahead: int = 1, crossfade_ms: float = 10.0
+        self,
+        inner: Backend,
+        frontend: TextFrontend,
+        lookahead: int = 1,
+        crossfade_ms: float = 10.0,
+        aligner: Aligner | None = None,
     ):
+        """`aligner` finds the words inside each piece for word timestamps, on a back end that does not
+        time them itself (`capabilities.word_timings`); `estimate` without one."""
         if lookahead < 0:
             raise ValueError("lookahead must be 0 or more")
         if crossfade_ms < 0:
@@ -68,6 +81,7 @@ class TextPipeline(Backend):
         self.frontend = frontend
         self.lookahead = lookahead
         self.crossfade_ms = crossfade_ms
+        self.aligner = aligner or make_aligner(ESTIMATE)
         self.info = inner.info
         self._count_lock = threading.Lock()
         self.pieces_spoken = 0
@@ -137,7 +151,7 @@ class TextPipeline(Backend):
         return PieceStream(self, request)
 
     def _piece_request(self, request: SynthesisRequest, piece: str, index: int) -> SynthesisRequest:
-        return replace(request, text=piece, piece=index, pieces=None)
+        return replace(request, text=piece, piece=index, pieces=None, timeline=None)
 
     def _count(self, characters: int) -> None:
         with self._count_lock:
@@ -178,7 +192,12 @@ class PieceStream:
             request = await asyncio.to_thread(pipeline.checked, request)
         assert request.pieces is not None  # `checked` prepared them
         pieces = self.pieces = list(request.pieces)
-        fade = round(pipeline.crossfade_ms * pipeline.info.sample_rate / 1000)
+        rate = pipeline.info.sample_rate
+        fade = round(pipeline.crossfade_ms * rate / 1000)
+        timer = None
+        if request.timeline is not None:
+            native = pipeline.inner.info.capabilities.word_timings
+            timer = PieceTimer(request, request.timeline, pieces, rate, pipeline.aligner, native)
         queues: list[asyncio.Queue] = []
         tasks: list[asyncio.Task] = []
         try:
@@ -186,19 +205,30 @@ class PieceStream:
                 while len(tasks) < min(len(pieces), index + 1 + pipeline.lookahead):
                     queue: asyncio.Queue = asyncio.Queue()
                     piece_request = pipeline._piece_request(request, pieces[len(tasks)], len(tasks))
+                    if timer is not None:
+                        piece_request = timer.piece_request(len(tasks), piece_request)
                     tasks.append(asyncio.create_task(_pull(pipeline.inner, piece_request, queue)))
                     queues.append(queue)
                 seam = _Seam(fade if index > 0 else 0, fade if index < len(pieces) - 1 else 0)
                 while (item := await queues[index].get()) is not _DONE:
                     if isinstance(item, _Failure):
                         raise item.error
+                    if timer is not None:
+                        timer.chunk(index, item)
+                        timer.flush()
                     if (chunk := seam.push(item)).size:
                         yield chunk
                 if (tail := seam.finish()).size:
                     yield tail
+                if timer is not None:
+                    timer.piece_done(index)
                 self.pieces_done += 1
                 pipeline._count(len(piece))
+            if timer is not None:
+                await timer.finish()
         finally:
+            if timer is not None:
+                timer.cancel()
             running = [task for task in tasks if not task.done()]
             for task in running:
                 task.cancel()

@@ -24,8 +24,12 @@ from polyvox.settings.guidance import (
 )
 from polyvox.text.emotion import Emotion
 
-ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
+# The audio formats, and the subtitle formats (the answer's words as SubRip or WebVTT cues, no audio)
+ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm", "srt", "vtt"]
+SUBTITLE_FORMATS = ("srt", "vtt")
 StreamFormat = Literal["audio", "sse"]
+# What `timestamp_granularities` asks for, as OpenAI's transcriptions name it: words, and segments (pieces)
+TimestampGranularity = Literal["word", "segment"]
 PITCH_LIMIT = 12.0  # semitones either way: an octave
 # The names a reference clip's transcript goes by (uttera-tts-vllm's and the official code's); voice
 # creation accepts these and its own ("transcript", "text").
@@ -136,6 +140,11 @@ class SpeechRequest(BaseModel):
         description="A loaded LoRA adapter to speak with, combined with `voice` or the one-off clone "
         "(`voice` naming an adapter alone speaks with it).",
     )
+    timestamp_granularities: list[TimestampGranularity] | None = Field(
+        None,
+        description="Word timestamps: `word` and/or `segment` (each piece). With `stream_format: sse` as "
+        "`speech.audio.timestamps` events; otherwise the answer is one JSON object with the audio in base64.",
+    )
 
     @field_validator("voice", mode="before")
     @classmethod
@@ -162,6 +171,24 @@ class SpeechRequest(BaseModel):
         """Empty form fields mean "not given"."""
         return None if value == "" else value
 
+    @field_validator("timestamp_granularities", mode="before")
+    @classmethod
+    def _granularities(cls, value: Any) -> Any:
+        """A form gives them as text: one value, or several separated by commas; none given: absent."""
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        return value or None
+
+    @field_validator("timestamp_granularities")
+    @classmethod
+    def _each_once(cls, value: list[TimestampGranularity] | None) -> list[TimestampGranularity] | None:
+        return list(dict.fromkeys(value)) if value else None
+
+    @property
+    def subtitles(self) -> bool:
+        """The answer is the words as subtitles (`srt`, `vtt`), not audio."""
+        return self.response_format in SUBTITLE_FORMATS
+
     @field_validator("emotion", mode="before")
     @classmethod
     def _emotion_word(cls, value: Any) -> Any:
@@ -180,8 +207,52 @@ class SpeechAudioDelta(BaseModel):
     audio: str
 
 
+class WordTimestamp(BaseModel):
+    """A word the client sent and when it is heard, in seconds from the answer's first sample (OpenAI's
+    transcription `words`); `approximate` (only when true): shared out by length, not found in the audio."""
+
+    word: str
+    start: float
+    end: float
+    approximate: bool | None = None
+
+
+class SegmentTimestamp(BaseModel):
+    """One piece (a sentence) of the answer: the client's text of it and its bounds (OpenAI's
+    transcription `segments`)."""
+
+    id: int
+    start: float
+    end: float
+    text: str
+
+
+class SpeechAudioTimestamps(BaseModel):
+    """SSE: one piece's timestamps, sent as soon as they are known (`words`, `segment`: as asked)."""
+
+    type: Literal["speech.audio.timestamps"] = "speech.audio.timestamps"
+    segment: SegmentTimestamp | None = None
+    words: list[WordTimestamp] | None = None
+
+
 class SpeechAudioDone(BaseModel):
     type: Literal["speech.audio.done"] = "speech.audio.done"
+    usage: SpeechUsage
+    words: list[WordTimestamp] | None = None  # with `timestamp_granularities`: all of them, as asked
+    segments: list[SegmentTimestamp] | None = None
+
+
+class SpeechWithTimestamps(BaseModel):
+    """The whole answer of a request with `timestamp_granularities` (not SSE): the file in
+    `response_format`, base64, and its timestamps."""
+
+    object: Literal["audio.speech"] = "audio.speech"
+    audio: str
+    response_format: str
+    content_type: str
+    duration: float
+    words: list[WordTimestamp] | None = None
+    segments: list[SegmentTimestamp] | None = None
     usage: SpeechUsage
 
 

@@ -389,6 +389,16 @@ class Settings(BaseSettings):
     )
     crossfade_ms: float = Field(10.0, ge=0, le=200, description="Fade at the seams between pieces, in ms.")
 
+    # word timestamps
+    aligner: str = Field(
+        "estimate",
+        min_length=1,
+        description="How the VoxCPM family finds words inside each piece for word timestamps: estimate (the "
+        "piece's exact length shared by spoken length, every word marked approximate; any language, free), "
+        "pocketsphinx (English, found in the audio) or a CTC model's directory or hub id. The embedded voice "
+        "times its words itself.",
+    )
+
     ui: bool = Field(True, description="Serve the web playground at / and /ui (its API calls need a key).")
 
     metrics_compat: Literal["none", "uttera"] = Field(

@@ -21,6 +21,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("Continuous batching engine", "gpu_memory_utilization"),
     ("LoRA adapters (VoxCPM fine-tunes)", "lora"),
     ("Text front end and long text", "lexicon_path"),
+    ("Word timestamps", "aligner"),
     ("Playground, metrics, logs and traces", "ui"),
 )
 

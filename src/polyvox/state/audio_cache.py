@@ -1,6 +1,6 @@
 """The audio cache in Redis, shared by every replica: the same entries as `cache.AudioCache` (the
-engine-rate float32 PCM of a finished synthesis, by the same key), each with the cache's TTL, under a
-size cap kept by least-recent use across all replicas.
+engine-rate float32 PCM of a finished synthesis and its word timings, if any, by the same key), each
+with the cache's TTL, under a size cap kept by least-recent use across all replicas.
 
 An entry is a string `<prefix>entry:<key>` holding a small header and the samples; the sorted set
 `lru` (last use), the hash `sizes` and the counter `bytes` account for the cap. A put and its
@@ -16,19 +16,21 @@ import contextlib
 import logging
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import cast
 
 import numpy as np
 
+from polyvox.alignment.timeline import PieceTiming, pieces_from_bytes, pieces_to_bytes
 from polyvox.cache import CachedAudio
 from polyvox.state.connection import StateConnection, StateUnavailable
 
 log = logging.getLogger(__name__)
 
 PREFIX = "polyvox:cache:"
-_HEADER = struct.Struct("<4sII")  # magic, sample rate, sample count
-_MAGIC = b"PVX1"
+_HEADER = struct.Struct("<4sIII")  # magic, sample rate, sample count, bytes of word timings after them
+HEADER_BYTES = _HEADER.size  # an entry's size beyond its samples and timings, as the size cap counts it
+_MAGIC = b"PVX2"  # PVX1 had no word timings (its keys, which name the cache format, are never asked again)
 
 _PUT = """
 local size = string.len(ARGV[1])
@@ -118,19 +120,23 @@ class RedisAudioCache:
             self._drop([key])
             return None
         try:
-            magic, rate, count = _HEADER.unpack_from(data)
+            magic, rate, count, timed = _HEADER.unpack_from(data)
         except struct.error:
-            magic, rate, count = b"", 0, -1
+            magic, rate, count, timed = b"", 0, -1, 0
         body = memoryview(data)[_HEADER.size :]
-        if magic != _MAGIC or len(body) != count * 4:
+        pieces = pieces_from_bytes(bytes(body[count * 4 :])) if timed and count >= 0 else None
+        if magic != _MAGIC or len(body) != count * 4 + timed or (timed and pieces is None):
             self._drop([key])
             return None
-        return CachedAudio(np.frombuffer(body, dtype="<f4").astype(np.float32), rate)
+        return CachedAudio(np.frombuffer(body, dtype="<f4", count=count).astype(np.float32), rate, pieces)
 
-    def put(self, key: str, samples: np.ndarray, sample_rate: int) -> bool:
+    def put(
+        self, key: str, samples: np.ndarray, sample_rate: int, pieces: Sequence[PieceTiming] | None = None
+    ) -> bool:
         """Store with the TTL and evict the least recently used past the cap; False if not stored."""
         body = np.ascontiguousarray(samples, dtype="<f4").tobytes()
-        data = _HEADER.pack(_MAGIC, sample_rate, len(body) // 4) + body
+        timings = pieces_to_bytes(pieces) if pieces is not None else b""
+        data = _HEADER.pack(_MAGIC, sample_rate, len(body) // 4, len(timings)) + body + timings
         if len(data) > self.max_bytes:
             return False
         ttl_ms = int(self.ttl_s * 1000) if self.ttl_s else 0

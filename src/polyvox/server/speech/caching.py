@@ -1,5 +1,7 @@
 """The audio cache as speech requests use it: whether a request may use it (its X-Cache status), the
-key it is stored under, and lookups and stores in worker threads, off the event loop.
+key it is stored under, and lookups and stores in worker threads, off the event loop. An entry keeps
+the answer's word timings with its audio when it was timed; a request asking for them hits only such
+an entry.
 
 X-Cache is HIT, MISS, BYPASS, ADHOC or DISABLED, and MISS-STORE-FAILED for a miss whose audio could
 not be stored (only a whole-file answer can say so: a stream's headers leave before its audio is stored)."""
@@ -72,8 +74,11 @@ class SpeechCache:
     async def lookup(self, job: SpeechJob) -> None:
         """Look the job up (off the event loop); a hit makes it HIT and holds the audio."""
         if self.store is not None and job.cache_key is not None:
-            job.cached = await anyio.to_thread.run_sync(self.store.get, job.cache_key, limiter=self.limiter)
-            if job.cached is not None:
+            cached = await anyio.to_thread.run_sync(self.store.get, job.cache_key, limiter=self.limiter)
+            # An answer asked with timestamps needs an entry that kept them: one without is a miss (its
+            # answer, timed, replaces the entry).
+            if cached is not None and (job.timeline is None or cached.pieces is not None):
+                job.cached = cached
                 job.cache_status = "HIT"
         self.metrics.cache_lookups.labels(result=job.cache_status.lower()).inc()
 
@@ -83,9 +88,11 @@ class SpeechCache:
         if self.store is None or job.cache_key is None or not parts:
             return
         samples = np.concatenate(parts)
+        timeline = job.timeline
+        pieces = timeline.engine_pieces if timeline is not None and timeline.complete else None
         try:
             stored = await anyio.to_thread.run_sync(
-                self.store.put, job.cache_key, samples, rate, limiter=self.limiter
+                self.store.put, job.cache_key, samples, rate, pieces, limiter=self.limiter
             )
         except Exception:
             log.exception("audio cache store failed for request %s", job.request.request_id)

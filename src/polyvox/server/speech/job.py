@@ -1,5 +1,6 @@
 """`SpeechJob`: one speech request ready to run (the engine request, how its audio is delivered, its
-cache status) and the usage it is billed: characters spoken in, 20 ms audio frames out."""
+cache status, its word timings when asked) and the usage it is billed: characters spoken in, 20 ms
+audio frames out."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from polyvox.alignment.timeline import Timeline
 from polyvox.audio import formats
 from polyvox.backends.base import SynthesisRequest
 from polyvox.cache import CachedAudio
@@ -36,6 +38,14 @@ class SpeechJob:
     cache_key: str | None = None
     cached: CachedAudio | None = None
     admitted: bool = False
+    # `timestamp_granularities` as asked ("word", "segment"); the pieces timed go to `timeline`
+    granularities: tuple[str, ...] = ()
+
+    @property
+    def timeline(self) -> Timeline | None:
+        """The answer's pieces with their words as they are timed (on the answer's clock, after speed);
+        None when no timestamps were asked."""
+        return self.request.timeline
 
     @property
     def route(self) -> str:

@@ -26,6 +26,7 @@ from polyvox.voices.clips import ClipLimits, load_clip
 JSON_TYPES = ("application/json", "text/json")
 FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 UPLOAD_FIELDS = ("custom_voice_file", "speaker_wav", "voice_file")
+_GRANULARITIES = ("timestamp_granularities", "timestamp_granularities[]")
 
 
 def _too_large(limit: int) -> APIError:
@@ -166,6 +167,11 @@ async def read_speech_request(
                     code="upload_too_large",
                 )
         data.update({key: value for key, value in form.items() if not isinstance(value, UploadFile)})
+        # a list field, sent as repeated fields (OpenAI's clients name them `timestamp_granularities[]`)
+        listed = [v for k in _GRANULARITIES for v in form.getlist(k) if isinstance(v, str)]
+        if listed:
+            data.pop(_GRANULARITIES[1], None)
+            data[_GRANULARITIES[0]] = ",".join(listed)
     else:
         raise APIError(
             415,

@@ -1,6 +1,7 @@
 """How the operator's settings shape what a client asked for: whether a request's `instructions`
 reach the engine (`instructions_mode`, with per-voice exceptions in `instructions_mode_by_voice`),
-the output rate of a request that names none (`default_sample_rate`), and whether an answer streams.
+the output rate of a request that names none (`default_sample_rate`), whether an answer streams and
+which timestamps it carries.
 
 `instructions` dropped here never reach the engine nor the cache key: with `ignore`, a request
 with instructions is the same request as one without.
@@ -25,11 +26,24 @@ def default_rate(settings: Settings, backend: BackendInfo) -> int:
     return default_output_rate(settings.default_sample_rate, backend.sample_rate)
 
 
+def timed(body: SpeechRequest) -> tuple[str, ...]:
+    """The timestamps the answer carries (`timestamp_granularities`; subtitles are made of segments
+    unless words are asked): none in a chunked audio stream (`stream_format: audio`), which has no room
+    for them."""
+    asked = tuple(body.timestamp_granularities or ())
+    if body.subtitles:
+        return asked or ("segment",)
+    return () if body.stream_format == "audio" else asked
+
+
 def streams(body: SpeechRequest) -> bool:
-    """Whether the answer streams. Asked for (`stream_format`, or `stream` given): as asked. Otherwise
-    it streams, as OpenAI answers, but for a format whose streamed file a common reader cannot read
-    (`whole_by_default`: FLAC, whose streamed STREAMINFO cannot hold its length, which libsndfile
-    needs), answered whole so that the file a client gets by default reads everywhere."""
+    """Whether the answer streams. Subtitles, and timestamps outside SSE (one JSON object), are whole.
+    Asked for (`stream_format`, or `stream` given): as asked. Otherwise it streams, as OpenAI answers,
+    but for a format whose streamed file a common reader cannot read (`whole_by_default`: FLAC, whose
+    streamed STREAMINFO cannot hold its length, which libsndfile needs), answered whole so that the
+    file a client gets by default reads everywhere."""
+    if body.subtitles or (timed(body) and body.stream_format != "sse"):
+        return False
     if body.stream_format is not None:
         return True
     if "stream" in body.model_fields_set:

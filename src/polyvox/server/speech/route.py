@@ -14,6 +14,7 @@ from polyvox.server.speech.parsing import read_speech_request
 from polyvox.server.speech.request_policy import streams
 from polyvox.server.speech.streaming import SpeechStreamResponse, audio_stream, sse_stream
 from polyvox.server.speech.synthesis import ClientGone, SpeechService, until_disconnect
+from polyvox.server.speech.timestamps import subtitles_answer, timestamps_answer
 from polyvox.server.tenancy.metering import charge, record
 from polyvox.server.tenancy.ownership import check_speakable
 from polyvox.voices.clips import ClipLimits, clip_rate
@@ -77,6 +78,10 @@ async def _speak(
         if not job.stream:
             data = await until_disconnect(request, service.whole(job))
             headers |= job.cache_headers()  # X-Cache now says whether the audio could be stored
+            if body.subtitles:
+                return subtitles_answer(job, body.response_format, headers)
+            if job.timeline is not None:
+                return timestamps_answer(job, data, headers)
             return Response(data, media_type=job.content_type, headers=headers)
         # The first audio before the headers: an early failure still gets a status, and an answer the
         # engine lost before any of it went out is run again (`opening`).
@@ -110,7 +115,9 @@ async def _speak(
 @router.post("/v1/audio/speech", openapi_extra=_SPEECH_BODY)
 async def create_speech(request: Request, service: SpeechService = Depends(get_service)) -> Response:
     """Synthesise `input`: chunked audio as it is made (the default, or `stream_format=audio`), SSE
-    (`sse`), or one complete file with Content-Length (`stream: false`, and FLAC unless asked to stream)."""
+    (`sse`), or one complete file with Content-Length (`stream: false`, and FLAC unless asked to stream).
+    With `timestamp_granularities`: SSE with timestamp events, or else one JSON object (the audio in
+    base64 and its timestamps); `response_format` `srt` or `vtt`: subtitles."""
     return await _speak(request, service)
 
 

@@ -19,6 +19,7 @@ from polyvox.server.errors import APIError, DeadlineExceeded, error_body, from_b
 from polyvox.server.metrics import Metrics
 from polyvox.server.protocol import SpeechAudioDelta, SpeechAudioDone
 from polyvox.server.speech.synthesis import SpeechJob
+from polyvox.server.speech.timestamps import all_timestamps, piece_event
 
 log = logging.getLogger(__name__)
 
@@ -111,18 +112,32 @@ async def sse_stream(
 ) -> AsyncGenerator[bytes, None]:
     """OpenAI's SSE: `speech.audio.delta` events whose `audio` is base64 of the next bytes of the
     file in `response_format` (joined, they equal the `stream_format=audio` body), then
-    `speech.audio.done` with usage. A mid-stream engine failure ends with an `error` event."""
+    `speech.audio.done` with usage. A mid-stream engine failure ends with an `error` event.
+
+    With `timestamp_granularities`, each piece's `speech.audio.timestamps` event goes out as soon as
+    it is timed, before the next delta, and `speech.audio.done` carries them all."""
 
     def delta(piece: bytes) -> bytes:
         return _event(SpeechAudioDelta(audio=base64.b64encode(piece).decode()).model_dump())
 
+    def timed() -> list[bytes]:
+        pieces = job.timeline.take() if job.timeline is not None else []
+        return [_event(piece_event(p, job.granularities).model_dump(exclude_none=True)) for p in pieces]
+
+    for event in timed():
+        yield event
     if first:
         yield delta(first)
     try:
         async for piece in rest:
+            for event in timed():
+                yield event
             yield delta(piece)
     except MID_STREAM_FAILURES as exc:
         error = _ended_early(exc, job, metrics)
         yield _event({"type": "error", **error_body(error.message, error.type, error.param, error.code)})
         return
-    yield _event(SpeechAudioDone(usage=job.usage()).model_dump())
+    for event in timed():
+        yield event
+    done = SpeechAudioDone(usage=job.usage(), **all_timestamps(job))
+    yield _event(done.model_dump(exclude_none=True))

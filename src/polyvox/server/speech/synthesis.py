@@ -22,6 +22,7 @@ import anyio
 import numpy as np
 from starlette.requests import Request
 
+from polyvox.alignment.timeline import Timeline
 from polyvox.audio import formats
 from polyvox.audio.errors import UnsupportedFormat
 from polyvox.audio.pipeline import OutputPipeline
@@ -48,7 +49,7 @@ from polyvox.server.speech.disconnect import until_disconnect
 from polyvox.server.speech.encode_pool import EncodePool
 from polyvox.server.speech.job import SpeechJob
 from polyvox.server.speech.output import cached_chunks
-from polyvox.server.speech.request_policy import default_rate, instructions_for
+from polyvox.server.speech.request_policy import default_rate, instructions_for, timed
 from polyvox.server.tenancy.caller import caller_of
 from polyvox.settings import Settings
 from polyvox.voices.errors import VoiceNotFound
@@ -180,12 +181,23 @@ class SpeechService:
         _check_lengths(
             self.settings.max_input_chars, input=text, instructions=body.instructions, ref_text=body.ref_text
         )
+        if body.subtitles and body.stream_format == "sse":
+            raise APIError(
+                400,
+                f"response_format {body.response_format!r} is subtitles, a whole file: it cannot be sent as "
+                "SSE (ask for timestamp_granularities with an audio response_format instead)",
+                param="response_format",
+                code="unsupported_format",
+            )
         try:
             rate = default_rate(self.settings, self.backend.info)
-            fmt, out_rate = formats.resolve(body.response_format, body.sample_rate, rate)
+            # subtitles carry no audio: it is made (and cached) as PCM, the cheapest to encode
+            audio_format = "pcm" if body.subtitles else body.response_format
+            fmt, out_rate = formats.resolve(audio_format, body.sample_rate, rate)
         except UnsupportedFormat as exc:
             raise APIError(400, exc.message, param=exc.param, code="unsupported_format") from exc
         backend_speed, pipeline_speed = self.backend.info.capabilities.split_speed(body.speed)
+        granularities = timed(body)
         lora = self._adapter(body, voice)
         request = SynthesisRequest(
             text=text,
@@ -203,13 +215,22 @@ class SpeechService:
             lora=lora.name if lora is not None else None,
             lora_digest=lora.digest if lora is not None else None,
             request_id=uuid.uuid4().hex,
+            # word timestamps, on the answer's clock: the output pipeline stretches by `pipeline_speed`
+            timeline=Timeline(scale=1.0 / pipeline_speed) if granularities else None,
         )
         request_id_var.set(request.request_id)  # every log line this request causes names it
         # Checked once, as it will be spoken (through the text front end: its pieces), off the event loop.
         with tracing.span("text_frontend"):
             request = await anyio.to_thread.run_sync(self.backend.checked, request)
         job = SpeechJob(
-            request, fmt, out_rate, pipeline_speed, stream, received_at=accepted_at, pitch=body.pitch
+            request,
+            fmt,
+            out_rate,
+            pipeline_speed,
+            stream,
+            received_at=accepted_at,
+            pitch=body.pitch,
+            granularities=granularities,
         )
         self.cache.assign(
             job,
@@ -303,6 +324,12 @@ class SpeechService:
             job.fmt,
             job.pipeline_speed,
         )
+        timeline = job.timeline
+        if timeline is not None:
+            timeline.clear()  # a run again starts from nothing
+            if job.cached is not None:  # a hit's timings are all known at once
+                timeline.extend(job.cached.pieces or ())
+                timeline.complete = True
         chunks: AudioStream
         if job.cached is not None:
             chunks = cached_chunks(job.cached)
@@ -321,6 +348,8 @@ class SpeechService:
                         chunk = await anext(chunks)
                 except StopAsyncIteration:
                     spans.engine_finished()
+                    if timeline is not None:
+                        timeline.complete = True
                     break
                 except TimeoutError as exc:
                     raise DeadlineExceeded(self.settings.request_timeout_s) from exc
