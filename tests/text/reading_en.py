@@ -95,6 +95,14 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("It sold for £3.2 million.", ["it sold for three point two million pounds"]),
         ("A $19.99 plan.", ["a nineteen ninety nine plan", "a nineteen dollar ninety nine plan"]),
         ("A $0.99 app.", ["a ninety nine cent app"]),
+        ("It's CHF 50.", ["it's fifty swiss francs"]),
+        (
+            "It costs USD 1,250.50.",
+            [
+                "it costs one thousand two hundred [and] fifty [us] dollars [and] fifty cents",
+                "it costs twelve hundred [and] fifty [us] dollars [and] fifty cents",
+            ],
+        ),
     ],
     "decade": [
         ("It was the 1990s.", ["it was the nineteen nineties"]),
@@ -284,6 +292,8 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
             ],
         ),
         ("My cell is 415-555-0132.", ["my cell is four one five five five five {zero|oh|o} one three two"]),
+        ("His PIN is 4821.", ["his pin is four eight two one"]),
+        ("Text 12345 to enter.", ["text one two three four five to enter"]),
     ],
     "version": [
         ("Version 2.0.3 is out.", ["version two point {zero|oh|o} point three is out"]),
@@ -401,6 +411,10 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("Open 24/7.", ["open twenty four seven"]),
         ("Take 2½ hours.", ["take two and a half hours", "take two and one half hours"]),
         ("It's 3/4 mi away.", ["it's three quarters of a mile away"]),
+        ("That's a 10/10.", ["that's a ten out of ten"]),
+        ("I got 9/10 right.", ["i got nine out of ten right"]),
+        ("Use the 80/20 rule.", ["use the eighty twenty rule"]),
+        ("About 1/10 of us.", ["about {one|a} tenth of us"]),
     ],
     "number_sign": [
         (

@@ -171,3 +171,24 @@ def test_numbers_past_the_quadrillions_are_read_digit_by_digit_and_never_fail():
     )
     assert normalize_text("It is " + "9" * 20 + ".5 m.").startswith("It is nine nine nine")
     assert normalize_text("1,000,000,000,000,000 people") == "one quadrillion people"
+
+
+def test_a_time_zone_after_a_time_is_not_a_new_sentence():
+    assert normalize_text("The game starts at 8:15 p.m. EST.") == "The game starts at eight fifteen PM EST."
+    assert normalize_text("It ends at 5 p.m. Bring snacks.") == "It ends at five PM. Bring snacks."
+
+
+@pytest.mark.parametrize("number", ["0", "2", "10", "0.5", "4.5", "100", "1984", "2000", "0730", "1,234"])
+def test_the_rules_read_every_battery_form_with_other_numbers_in_it(number):
+    """A rule that raises leaves its whole run unread; no battery form may do that with other numbers."""
+    pytest.importorskip("num2words")
+    from polyvox.text.chinese_rules import prepare_chinese
+    from polyvox.text.english_rules import read_numbers
+
+    from .reading_en import CASES
+    from .reading_zh import FIXED, KEPT
+
+    for text in [text for cases in CASES.values() for text, _ in cases]:
+        read_numbers(re.sub(r"\d+(?:\.\d+)?", number, text))
+    for text, _ in KEPT + FIXED:
+        prepare_chinese(re.sub(r"\d+(?:\.\d+)?", number, text))

@@ -1,16 +1,21 @@
 """Fixes in front of wetext's Chinese grammar for written forms it reads wrong.
 
-"¥1,299" (the grouping comma read as a pause between two amounts), "2.0.3版本" (a version number
-read as "二.零点三"), "50%-60%" and "5-10%" (the dash read as a minus sign), "第3-5章" (likewise),
-"编号#123" (the "#" left in), "GPT-4" (the hyphen read as a minus sign), "7×24小时" (the 24 read digit
-by digit; "×", "*" and "x" between digits are read "乘"), "第2名" and "3月2日" ("两" where a person
-says "二"), "下午2点" ("二" where a person says "两"), "凌晨0:30" (no clock reading for hour 0: it is
-read as a time, "零点三十分", unless the text says it is a score), "比分3:30" (a score after
-比分 or before 战胜 and the like is read "三比三十", never as a clock time). Numbers a person reads
-digit by digit: a seven-digit local phone number after a word that names a phone number
-("电话555-1234"), a postcode after 邮编 ("邮编100081"), and an ID, account or order number after the
-word that names it ("身份证号1101..."), 1 as "幺" as the grammar reads longer numbers. Everything else
-is the grammar's own reading.
+Read as the grammar would not: "¥1,299" (the grouping comma read as a pause between two amounts),
+"2.0.3版本" (a version number read as "二.零点三"), "50%-60%", "5-10%", "第3-5章" and "1-2倍" (the
+dash read as a minus sign), "编号#123" (the "#" left in), "GPT-4" (the hyphen read as a minus sign),
+"7×24小时" (the 24 read digit by digit; "×", "*" and "x" between digits are read "乘").
+
+"二" and "两" as a person says them: "第2名", "3月2日" ("二", where the grammar says "两"); "下午2点",
+"2倍", "2年", "约2小时" ("两", where it says "二").
+
+Clock or score: "凌晨0:30" has no clock reading in the grammar; hour 0 is read as a time,
+"零点三十分", unless the text says it is a score. A score is an "a:b" after 比分 (or 战成, 打成...)
+or before 战胜, 获胜, 落败 and the like, and is read "三比三十", never as a time ("比分3:30").
+
+Digit by digit, 1 as "幺" as the grammar reads longer numbers: a seven-digit local phone number after
+a word that names one ("电话555-1234"), a postcode after 邮编 ("邮编100081"), and an ID, account,
+order or verification number after the word that names it ("身份证号1101...", "验证码123456").
+Everything else is the grammar's own reading.
 """
 
 from __future__ import annotations
@@ -44,6 +49,16 @@ _HOUR_ZERO = re.compile(r"(?<![\d:.])0:(?=[0-5]\d(?!\d))")
 _ORDINAL_TWO = re.compile(r"第2(?![\d.])")
 _DAY_TWO = re.compile(r"(?<=月)2(?=[日号])")
 _HOUR_TWO = re.compile(r"(?<![\d.:])2(?=点(?![\d零一二三四五六七八九]))")
+# A count of two the grammar reads "二": "2倍", "2年", "2台", and anything after 约 ("约2小时").
+_TWO_MEASURES = r"(?:倍|年(?!级|代)|次(?!方)|台|种|份|公斤|英里|毛|成(?!绩))"
+_COUNT_TWO = re.compile(
+    rf"(?<![\d.:/\-–~～])2(?=(?:[-–~～到至]\d+(?:\.\d+)?)?{_TWO_MEASURES})"
+    r"|(?<=约)2(?=[个位名人天年周小分秒公千万亿米斤克吨倍次台种份件条张本只头匹辆家所间])"
+)
+# A range before a measure word the grammar reads as a subtraction: "1-2倍", "2-3年", "2-3次".
+_MEASURE_RANGE = re.compile(
+    r"(?<![\d.:/\-–~～])(\d{1,4}(?:\.\d+)?)\s?[-–~～]\s?(?=\d{1,4}(?:\.\d+)?(?:倍|年(?!级|代)|次))"
+)
 
 
 def prepare_chinese(run: str) -> str:
@@ -59,10 +74,12 @@ def prepare_chinese(run: str) -> str:
     run = _PERCENT_RANGE.sub("%到", run)
     run = _RANGE_BEFORE_PERCENT.sub(r"\1%到", run)
     run = _ORDINAL_RANGE.sub(r"第\1到", run)
+    run = _MEASURE_RANGE.sub(r"\1到", run)
     run = _TIMES_SIGN.sub(r"\1乘", run)
     run = _ORDINAL_TWO.sub("第二", run)
     run = _DAY_TWO.sub("二", run)
     run = _HOUR_TWO.sub("两", run)
+    run = _COUNT_TWO.sub("两", run)
     run = _NUMBER_SIGN.sub("", run)
     return _LETTER_HYPHEN_DIGIT.sub(" ", run)
 

@@ -39,6 +39,7 @@ _SIGN = r"([-−+±]?)"
 _PERIODS = {"mo": "month", "yr": "year", "hr": "hour"}
 _YEAR = r"(?:1\d{3}|20\d{2})"
 _MERIDIEM = r"[AaPp]\.?[Mm]\b\.?"
+_TIME_ZONE = r"(?:[ECMP][SD]?T|GMT|UTC|BST|CET|CEST|IST|JST|AEST|AEDT)\b"
 
 
 def read_numbers(text: str) -> str:
@@ -139,7 +140,8 @@ def _time_of_day(match: re.Match[str]) -> str:
         return match.group()
     spoken = f"{_clock(int(hour), minutes or '00')} {letter.upper()}M"
     rest = match.string[match.end() :].lstrip()
-    ends_sentence = dotted.startswith(".") and (not rest or rest[0].isupper())
+    zone = re.match(_TIME_ZONE, rest)  # "8:15 p.m. EST": the zone belongs to the time
+    ends_sentence = dotted.startswith(".") and (not rest or (rest[0].isupper() and not zone))
     return spoken + ("." if ends_sentence else "")
 
 
@@ -269,6 +271,12 @@ def _slash(match: re.Match[str]) -> str:
     top, bottom = match.groups()
     if (top, bottom) == ("24", "7"):
         return "twenty four seven"
+    whole_top = "." not in top
+    if whole_top and top != bottom and int(top) + int(bottom) == 100:  # "the 80/20 rule"
+        return f"{cardinal(top)} {cardinal(bottom)}"
+    of_follows = match.string.startswith(" of", match.end())
+    if whole_top and bottom in ("5", "10", "100") and (top == bottom or not of_follows):
+        return f"{cardinal(top)} out of {cardinal(bottom)}"  # "a 10/10", "9/10 right"
     if top == bottom or "." in top:  # "50/50", "4.5/5"
         return f"{decimal(top)} {'out of ' if '.' in top else ''}{cardinal(bottom)}"
     if bottom in tables.FRACTION_DENOMINATORS and int(top) < int(bottom):
@@ -384,7 +392,8 @@ _RULES: list[Rule] = [
     (re.compile(r"(?<![\w.,-])911(?![\w]|[.,-]\d)"), lambda m: "nine one one"),
     (
         re.compile(
-            r"\b((?:ZIP|[Zz]ip)(?: [Cc]ode)?|[Pp]ost ?code|PIN|[Pp]in code)(:?\s)(\d{3,10})(?![\w]|[.,-]\d)"
+            r"\b((?:ZIP|[Zz]ip)(?: [Cc]ode)?|[Pp]ost ?code|PIN|[Pp]in code|(?:[Tt]ext|SMS)(?=\s\d+ to\b))"
+            r"(:?\s(?:is\s|was\s|number\s)?)(\d{3,10})(?![\w]|[.,-]\d)"
         ),
         lambda m: f"{m[1]}{m[2]}{digits_one_by_one(m[3])}",
     ),

@@ -56,6 +56,8 @@ SUFFIX_CURRENCIES: dict[str, Currency] = {
     "AUD": PREFIX_CURRENCIES["A$"],
     "CHF": Currency("Swiss franc", "Swiss francs", "centime", "centimes"),
 }
+# ISO codes are written before the amount too ("CHF 50", "USD 1,000").
+PREFIX_CURRENCIES.update({code: currency for code, currency in SUFFIX_CURRENCIES.items() if code.isupper()})
 MAGNITUDES = {"thousand": "thousand", "million": "million", "billion": "billion", "trillion": "trillion",
               "K": "thousand", "k": "thousand", "M": "million", "m": "million", "B": "billion",
               "bn": "billion", "tn": "trillion"}  # fmt: skip
