@@ -4,6 +4,7 @@ piper's own phoneme lengths for the same audio; odd audio and odd words never ma
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -131,3 +132,13 @@ def test_odd_audio_gives_ordered_spans_within_it(audio):
     assert len(spans) == len(words)
     assert all(0.0 <= s.start <= s.end <= len(audio) / 16000 for s in spans)
     assert all(a.end <= b.start for a, b in zip(spans, spans[1:], strict=False))
+
+
+def test_alignments_from_several_threads_at_once_match_one_at_a_time():
+    jobs = [(*speak(text)[:2], text.split()) for text in SENTENCES]
+    alone = [sphinx().align(*job) for job in jobs]
+
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        together = list(pool.map(lambda job: sphinx().align(*job), jobs))
+
+    assert together == alone

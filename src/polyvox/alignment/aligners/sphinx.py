@@ -75,7 +75,7 @@ class SphinxAligner:
         with self._lock:
             tokens = [self._token(w) for w in words]
             found = self._found(samples, sample_rate, tokens, duration)
-        if found is None:
+        if found is None or all(span is None for span in found):
             return self._fallback.align(samples, sample_rate, words)
         return fill_gaps(words, found, duration)
 
