@@ -133,6 +133,12 @@ def test_the_checkpoint_loads_as_the_ctc_aligner(ctc):
     assert ctc.name == "ctc"
 
 
+def test_device_auto_loads_where_torch_can_run_it(tmp_path):
+    aligner = make_aligner(tiny_ctc_checkpoint(str(tmp_path)), device="auto")
+    spans = aligner.align(np.zeros(16000, np.float32), 16000, ["auto", "device"])
+    assert len(spans) == 2
+
+
 @pytest.mark.parametrize("rate", [16000, 24000])
 def test_one_span_per_word_in_order_within_the_audio(ctc, rate):
     audio = np.random.default_rng(1).standard_normal(2 * rate).astype(np.float32) * 0.1

@@ -39,8 +39,9 @@ POCKETSPHINX = "pocketsphinx"
 
 
 def make_aligner(spec: str, *, device: str = "cpu") -> Aligner:
-    """The aligner `spec` names: "estimate", "pocketsphinx", or else a CTC model's directory or hub id.
-    Raises `StartupError` (one line a person reads) when it cannot be built."""
+    """The aligner `spec` names: "estimate", "pocketsphinx", or else a CTC model's directory or hub id,
+    run on `device` (a torch device, or "auto": CUDA when there is one). Raises `StartupError` (one line
+    a person reads) when it cannot be built."""
     spec = spec.strip()
     if not spec:
         raise StartupError("aligner is empty: name 'estimate', 'pocketsphinx' or a CTC model")

@@ -52,11 +52,14 @@ class CtcAligner:
     @classmethod
     def load(cls, spec: str, *, device: str = "cpu") -> CtcAligner:
         try:
+            import torch
             from transformers import AutoFeatureExtractor, AutoModelForCTC, AutoTokenizer
         except ImportError as exc:
             raise StartupError(
                 f"aligner {spec!r} (a CTC model) needs torch and transformers: pip install 'polyvox[voxcpm]'"
             ) from exc
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
         try:
             model = AutoModelForCTC.from_pretrained(spec).to(device).eval()
             features = AutoFeatureExtractor.from_pretrained(spec)
