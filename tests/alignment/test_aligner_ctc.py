@@ -7,11 +7,13 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from polyvox.alignment.aligners import make_aligner
+from polyvox.alignment.aligners.ctc import CtcAligner, CtcVocabulary
 from polyvox.alignment.aligners.ctc_viterbi import forced_align
 from polyvox.runtime.startup import StartupError
 
@@ -176,3 +178,37 @@ def test_odd_audio_never_raises(ctc, audio):
 def test_a_folder_that_is_no_checkpoint_is_a_startup_error(tmp_path):
     with pytest.raises(StartupError, match="CTC model"):
         make_aligner(str(tmp_path))
+
+
+class ScriptedModel:
+    """Stands in for a CTC model whose frames say a known script (the frame-to-seconds mapping and the
+    grouping of letters into words, apart from any network)."""
+
+    def __init__(self, labels: list[int], vocabulary: int, stride: int) -> None:
+        import torch
+
+        self.config = SimpleNamespace(inputs_to_logits_ratio=stride)
+        self.logits = torch.from_numpy(emissions(labels, vocabulary)).unsqueeze(0)
+
+    def __call__(self, input_values):
+        return SimpleNamespace(logits=self.logits)
+
+
+def test_frames_become_seconds_at_the_models_stride():
+    import torch
+
+    vocab = {"<pad>": 0, "|": 1, "a": 2, "b": 3}
+    # 49 frames, as wav2vec2 gives for one second at 16 kHz (320 samples a frame, 20 ms): "a" held on
+    # frames 10-19, the separator on 30-31, "b" on 40-44
+    labels = [0] * 49
+    labels[10:20], labels[30:32], labels[40:45] = [2] * 10, [1] * 2, [3] * 5
+    features = lambda audio, sampling_rate, return_tensors: SimpleNamespace(  # noqa: E731
+        input_values=torch.zeros(1, len(audio))
+    )
+    features.sampling_rate = 16000
+    aligner = CtcAligner(ScriptedModel(labels, 4, stride=320), features, CtcVocabulary(vocab, 0, 1), "cpu")
+
+    spans = aligner.align(np.zeros(24000, np.float32), 24000, ["A", "b."])
+
+    assert [t for s in spans for t in (s.start, s.end)] == pytest.approx([0.2, 0.4, 0.8, 0.9])
+    assert not any(s.approximate for s in spans)

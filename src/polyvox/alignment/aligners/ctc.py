@@ -47,6 +47,10 @@ class CtcAligner:
         self._vocabulary = vocabulary
         self._device = device
         self._rate = int(features.sampling_rate)
+        # the samples per output frame: declared by every architecture AutoModelForCTC loads for speech
+        # (wav2vec2, HuBERT, WavLM, data2vec-audio, the conformer); any other spreads its frames evenly
+        stride = getattr(model.config, "inputs_to_logits_ratio", None)
+        self._frame_s = stride / self._rate if stride else None
         self._fallback = EstimateAligner()
 
     @classmethod
@@ -92,7 +96,7 @@ class CtcAligner:
         held = forced_align(emissions, targets, self._vocabulary.blank)
         if held is None:
             return self._fallback.align(samples, sample_rate, words)
-        frame_s = duration / len(emissions)
+        frame_s = self._frame_s or duration / len(emissions)
         found: list[Span | None] = []
         for i, spelling in enumerate(spellings):
             if not spelling:
