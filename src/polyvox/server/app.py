@@ -101,7 +101,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     idling = asyncio.create_task(watch_idle(state.cold_start, state.service.busy))  # idle_unload_s
     with stage("load the registered voices"):
         await voices.load_voices(state.voices)
-    await state_url.start(state)  # voices and the lexicon in step with the other replicas (Redis)
+    # voices and the lexicon in step with the other replicas (Redis)
+    await state_url.start(state.shared, state.voices, state.lexicon)
     if state.directory_watch is not None:  # without it: in step with servers sharing the voices directory
         state.directory_watch.start()
     wyoming = WyomingServer.for_app(state)  # wyoming_port: Home Assistant's TTS beside HTTP (None: off)
@@ -114,7 +115,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             await wyoming.stop()
         if state.directory_watch is not None:
             await anyio.to_thread.run_sync(state.directory_watch.stop)
-        await state_url.stop(state)
+        await state_url.stop(state.shared)
         for task in (idling, supervising, starting):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -153,18 +154,19 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     supervisor = BackendSupervisor(backend, lifecycle, metrics)
     cold_start = cold_start_for(settings, backend, supervisor, metrics.registry)
     keyring = KeyRing.from_settings(settings)
+    tenancy = Tenancy.build(
+        settings,
+        metrics.registry,
+        shared.connection if shared else None,
+        settings.require_api_key,
+        not keyring.open,
+    )
     app.state.polyvox = AppState(
         settings=settings,
         backend=backend,
         metrics=metrics,
         keyring=keyring,
-        tenancy=Tenancy.build(
-            settings,
-            metrics.registry,
-            shared.connection if shared else None,
-            settings.require_api_key,
-            not keyring.open,
-        ),
+        tenancy=tenancy,
         lifecycle=lifecycle,
         voices=registry,
         service=SpeechService(
@@ -187,7 +189,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     metrics.registry.register(BuildInfoCollector())
     install_error_handlers(app, metrics)
     quiet_cut_streams()  # a stream cut by its deadline is an answered outcome, not an app error
-    voices.install_voice_errors(app)
+    voices.install_voice_errors(app, metrics)
     app.include_router(speech_route.router)
     app.include_router(catalog.router)
     app.include_router(voices.router)
@@ -207,7 +209,8 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     # request id, outermost, names every answer and log line.
     state_url.install(app, shared, metrics)  # with state_url, the guard (inside auth)
     fresh_reads.install(app, copy)  # reads see what any server sharing the state wrote (inside auth)
-    app.add_middleware(StreamLimitMiddleware)  # a named key's streams (inside auth, which names it)
+    # a named key's streams (inside auth, which names it)
+    app.add_middleware(StreamLimitMiddleware, tenancy=tenancy)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s, lifecycle=lifecycle)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)

@@ -4,11 +4,10 @@ are in `voice_routes/voices.py`."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 
 from polyvox.backends.base import Backend
-from polyvox.server.app_state import app_state
-from polyvox.server.deps import get_service
+from polyvox.server.deps import get_created, get_service
 from polyvox.server.errors import APIError
 from polyvox.server.protocol import ModelCard, ModelList, WebUIModel, WebUIModelList
 from polyvox.server.speech.synthesis import SpeechService
@@ -37,21 +36,22 @@ def check_model(model: str, backend: Backend, accept_any: bool) -> None:
         )
 
 
-def _models(request: Request, service: SpeechService) -> list[ModelCard]:
-    created = app_state(request.app).created
+def _models(service: SpeechService, created: int) -> list[ModelCard]:
     return [ModelCard(id=name, created=created) for name in served_model_ids(service.backend)]
 
 
 @router.get("/v1/models", response_model=ModelList)
-async def list_models(request: Request, service: SpeechService = Depends(get_service)) -> ModelList:
-    return ModelList(data=_models(request, service))
+async def list_models(
+    service: SpeechService = Depends(get_service), created: int = Depends(get_created)
+) -> ModelList:
+    return ModelList(data=_models(service, created))
 
 
 @router.get("/v1/models/{model_id}", response_model=ModelCard)
 async def get_model(
-    model_id: str, request: Request, service: SpeechService = Depends(get_service)
+    model_id: str, service: SpeechService = Depends(get_service), created: int = Depends(get_created)
 ) -> ModelCard:
-    for card in _models(request, service):
+    for card in _models(service, created):
         if card.id == model_id:
             return card
     raise APIError(404, f"model {model_id!r} not found", param="model", code="model_not_found")
@@ -59,11 +59,11 @@ async def get_model(
 
 @router.get("/v1/audio/models", response_model=WebUIModelList)
 async def list_audio_models(
-    request: Request, service: SpeechService = Depends(get_service)
+    service: SpeechService = Depends(get_service), created: int = Depends(get_created)
 ) -> WebUIModelList:
     """Open WebUI lists a TTS server's models here (and falls back to tts-1 and tts-1-hd without it);
     each also says which `emotion`s it speaks (every id names the one engine served)."""
     emotions = list(service.backend.info.capabilities.emotions)
     return WebUIModelList(
-        models=[WebUIModel(id=card.id, name=card.id, emotions=emotions) for card in _models(request, service)]
+        models=[WebUIModel(id=card.id, name=card.id, emotions=emotions) for card in _models(service, created)]
     )

@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Literal
 
 import anyio
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from polyvox.server.app_state import app_state
+from polyvox.server.deps import get_tenancy
 from polyvox.server.errors import APIError
 from polyvox.server.tenancy.keys import ApiKey, InvalidKeyRequest, KeyLimits, KeyNameTaken, new_key
+from polyvox.server.tenancy.service import Tenancy
 
 router = APIRouter(prefix="/admin/keys", tags=["admin"])
 
@@ -73,8 +74,8 @@ class KeyDeleted(BaseModel):
 
 
 @router.post("", status_code=201)
-async def create_key(body: KeyCreate, request: Request) -> KeyCreated:
-    table = app_state(request.app).tenancy.keys
+async def create_key(body: KeyCreate, tenancy: Tenancy = Depends(get_tenancy)) -> KeyCreated:
+    table = tenancy.keys
     if not table.required:  # an open server: whoever asked first would close it to everyone else
         raise APIError(
             403,
@@ -94,15 +95,15 @@ async def create_key(body: KeyCreate, request: Request) -> KeyCreated:
 
 
 @router.get("")
-async def list_keys(request: Request) -> KeyList:
-    table = app_state(request.app).tenancy.keys
+async def list_keys(tenancy: Tenancy = Depends(get_tenancy)) -> KeyList:
+    table = tenancy.keys
     keys = await anyio.to_thread.run_sync(table.store.all)
     return KeyList(data=[KeyItem.of(table.with_recent_use(key)) for key in keys])
 
 
 @router.delete("/{key_id}")
-async def revoke_key(key_id: str, request: Request) -> KeyDeleted:
-    table = app_state(request.app).tenancy.keys
+async def revoke_key(key_id: str, tenancy: Tenancy = Depends(get_tenancy)) -> KeyDeleted:
+    table = tenancy.keys
     if not await anyio.to_thread.run_sync(table.store.remove, key_id):
         raise APIError(404, f"no key with id {key_id!r}", param="key_id", code="key_not_found")
     await table.refresh()

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from typing import Literal, TypeVar
 
 import anyio
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from polyvox.server.app_state import app_state
+from polyvox.server.deps import get_lexicon, get_settings
 from polyvox.server.errors import APIError
+from polyvox.settings import Settings
 from polyvox.text.lexicon import Lexicon, LexiconEntry, LexiconError, shown_term
 
 router = APIRouter(prefix="/admin/lexicon", tags=["admin"])
@@ -48,8 +49,7 @@ class LexiconDeleted(BaseModel):
     deleted: bool = True
 
 
-def _lexicon(request: Request) -> Lexicon:
-    lexicon: Lexicon | None = app_state(request.app).lexicon
+def _served(lexicon: Lexicon | None) -> Lexicon:
     if lexicon is None:
         raise APIError(404, "this server's engine has no text front end, so no lexicon", code="not_found")
     return lexicon
@@ -64,17 +64,17 @@ def _item(entry: LexiconEntry) -> LexiconItem:
     return LexiconItem(term=entry.term, say=entry.say, case_sensitive=entry.case_sensitive)
 
 
-async def _edit(request: Request, change: Callable[[Lexicon], T]) -> T:
+async def _edit(lexicon: Lexicon | None, settings: Settings, change: Callable[[Lexicon], T]) -> T:
     """`change` applied and saved. With `state_url`, state/lexicon_sync merges the servers' edits;
     without it, other servers may share the file: edit it under its lock (`Lexicon.editing`)."""
-    lexicon = _lexicon(request)
-    sharing_file = app_state(request.app).shared is None
+    served = _served(lexicon)
+    sharing_file = not settings.state_url
 
     def edit() -> T:
-        with lexicon.editing() if sharing_file else contextlib.nullcontext():
-            result = change(lexicon)
-            if lexicon.path is not None:
-                lexicon.save()
+        with served.editing() if sharing_file else contextlib.nullcontext():
+            result = change(served)
+            if served.path is not None:
+                served.save()
         return result
 
     try:
@@ -84,13 +84,17 @@ async def _edit(request: Request, change: Callable[[Lexicon], T]) -> T:
 
 
 @router.get("", response_model=LexiconList)
-async def list_entries(request: Request) -> LexiconList:
+async def list_entries(lexicon: Lexicon | None = Depends(get_lexicon)) -> LexiconList:
     """Every entry, sorted by term."""
-    return _listing(_lexicon(request))
+    return _listing(_served(lexicon))
 
 
 @router.post("", response_model=LexiconItem, status_code=201)
-async def add_entry(item: LexiconItem, request: Request) -> LexiconItem:
+async def add_entry(
+    item: LexiconItem,
+    lexicon: Lexicon | None = Depends(get_lexicon),
+    settings: Settings = Depends(get_settings),
+) -> LexiconItem:
     """Add an entry, replacing any entry for the same term."""
 
     def add(lexicon: Lexicon) -> LexiconEntry:
@@ -99,38 +103,44 @@ async def add_entry(item: LexiconItem, request: Request) -> LexiconItem:
         except LexiconError as exc:
             raise APIError(400, str(exc), param=exc.param or "term", code="invalid_lexicon_entry") from exc
 
-    return _item(await _edit(request, add))
+    return _item(await _edit(lexicon, settings, add))
 
 
 @router.delete("", response_model=LexiconDeleted)
-async def delete_entry_by_body(body: LexiconTerm, request: Request) -> LexiconDeleted:
+async def delete_entry_by_body(
+    body: LexiconTerm,
+    lexicon: Lexicon | None = Depends(get_lexicon),
+    settings: Settings = Depends(get_settings),
+) -> LexiconDeleted:
     """Remove the entry for the body's `term` (404 when there is none): any term, whatever a URL holds."""
-    return await _delete(request, body.term)
+    return await _delete(lexicon, settings, body.term)
 
 
 @router.delete("/{term:path}", response_model=LexiconDeleted)
-async def delete_entry(term: str, request: Request) -> LexiconDeleted:
+async def delete_entry(
+    term: str, lexicon: Lexicon | None = Depends(get_lexicon), settings: Settings = Depends(get_settings)
+) -> LexiconDeleted:
     """Remove the entry for `term` (404 when there is none)."""
-    return await _delete(request, term)
+    return await _delete(lexicon, settings, term)
 
 
-async def _delete(request: Request, term: str) -> LexiconDeleted:
+async def _delete(lexicon: Lexicon | None, settings: Settings, term: str) -> LexiconDeleted:
     def remove(lexicon: Lexicon) -> None:
         if not lexicon.remove(term):
             raise APIError(
                 404, f"the lexicon has no entry {shown_term(term)}", param="term", code="not_found"
             )
 
-    await _edit(request, remove)
+    await _edit(lexicon, settings, remove)
     return LexiconDeleted(term=term)
 
 
 @router.post("/reload", response_model=LexiconList)
-async def reload_entries(request: Request) -> LexiconList:
+async def reload_entries(lexicon: Lexicon | None = Depends(get_lexicon)) -> LexiconList:
     """Re-read the lexicon file (after editing it by hand); a malformed file keeps the current entries."""
-    lexicon = _lexicon(request)
+    served = _served(lexicon)
     try:
-        await anyio.to_thread.run_sync(lexicon.reload)
+        await anyio.to_thread.run_sync(served.reload)
     except LexiconError as exc:
         raise APIError(400, str(exc), code="invalid_lexicon") from exc
-    return _listing(lexicon)
+    return _listing(served)

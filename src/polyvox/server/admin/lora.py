@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
 from polyvox.backends.base import AdapterInfo, Backend
 from polyvox.backends.errors import BackendError, BackendInputError
-from polyvox.server.app_state import app_state
+from polyvox.server.deps import get_backend, get_registry, get_settings
 from polyvox.server.errors import APIError
+from polyvox.settings import Settings
+from polyvox.voices.registry import VoiceRegistry
 from polyvox.voices.store import NAME_PATTERN
 
 router = APIRouter(prefix="/admin/lora", tags=["admin"])
@@ -46,8 +48,7 @@ class AdapterUnloaded(BaseModel):
     deleted: bool = True
 
 
-def _backend(request: Request) -> Backend:
-    backend: Backend = app_state(request.app).backend
+def _serving_adapters(backend: Backend) -> Backend:
     if not backend.info.capabilities.lora:
         raise APIError(
             404,
@@ -58,11 +59,11 @@ def _backend(request: Request) -> Backend:
     return backend
 
 
-def _changeable(request: Request) -> Backend:
+def _changeable(backend: Backend, settings: Settings) -> Backend:
     """The back end, where adapters may change at run time: not behind several API processes, each of
     which keeps its own list of what the ranks hold (and a restarted rank loads only those named at start)."""
-    backend = _backend(request)
-    if app_state(request.app).settings.api_server_count > 1:
+    _serving_adapters(backend)
+    if settings.api_server_count > 1:
         raise APIError(
             409,
             "adapters cannot be loaded or unloaded at run time with api_server_count > 1: name them at "
@@ -73,17 +74,21 @@ def _changeable(request: Request) -> Backend:
 
 
 @router.get("", response_model=AdapterList)
-async def list_adapters(request: Request) -> AdapterList:
+async def list_adapters(backend: Backend = Depends(get_backend)) -> AdapterList:
     """Every loaded adapter, by name."""
-    adapters = _backend(request).adapters()
+    adapters = _serving_adapters(backend).adapters()
     return AdapterList(data=[AdapterItem.of(adapters[name]) for name in sorted(adapters)])
 
 
 @router.post("", response_model=AdapterItem, status_code=201)
-async def load_adapter(item: AdapterLoad, request: Request) -> AdapterItem:
+async def load_adapter(
+    item: AdapterLoad,
+    backend: Backend = Depends(get_backend),
+    settings: Settings = Depends(get_settings),
+    voices: VoiceRegistry = Depends(get_registry),
+) -> AdapterItem:
     """Load adapter `name` from `path` on every engine rank, replacing one of that name."""
-    backend = _changeable(request)
-    voices = app_state(request.app).voices
+    _changeable(backend, settings)
     if voices.is_reserved(item.name) or voices.is_stored(item.name):
         raise APIError(409, f"{item.name!r} is already a voice's name", param="name", code="voice_conflict")
     try:
@@ -95,8 +100,10 @@ async def load_adapter(item: AdapterLoad, request: Request) -> AdapterItem:
 
 
 @router.delete("/{name}", response_model=AdapterUnloaded)
-async def unload_adapter(name: str, request: Request) -> AdapterUnloaded:
+async def unload_adapter(
+    name: str, backend: Backend = Depends(get_backend), settings: Settings = Depends(get_settings)
+) -> AdapterUnloaded:
     """Unload adapter `name` (requests already speaking with it finish with it); 404 when none is loaded."""
-    if not await _changeable(request).unload_adapter(name):
+    if not await _changeable(backend, settings).unload_adapter(name):
         raise APIError(404, f"no LoRA adapter {name!r} is loaded", param="name", code="not_found")
     return AdapterUnloaded(name=name)

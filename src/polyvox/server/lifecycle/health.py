@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from polyvox.backends.base import Backend
 from polyvox.runtime.startup import STAGES
-from polyvox.server.app_state import AppState, app_state
+from polyvox.server.app_state import AppState
 from polyvox.server.auth import keys_unavailable
-from polyvox.server.deps import get_backend, get_metrics
+from polyvox.server.deps import get_backend, get_metrics, get_state
 from polyvox.server.errors import APIError, error_response
 from polyvox.server.metrics import Metrics
 from polyvox.server.tenancy.key_table import FRESH_S
@@ -30,7 +30,9 @@ async def health() -> dict[str, str]:
 
 
 @router.get("/ready", response_model=None)
-async def ready(request: Request, backend: Backend = Depends(get_backend)) -> dict[str, Any] | Response:
+async def ready(
+    state: AppState = Depends(get_state), backend: Backend = Depends(get_backend)
+) -> dict[str, Any] | Response:
     """Ready to synthesise: the engine has started and warmed up, and the server is not draining. With
     data-parallel engine ranks: 200 "ready" when every rank is up, 200 "degraded" naming the ranks
     down (restarting) when some are, 503 when none is. 200 "degraded" with `voices_problem` while
@@ -38,9 +40,8 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
     service (a typo in a file several servers share must not take them all out), and says why here.
 
     A 503 here is returned, not raised: it answers a probe, so `polyvox_errors_total` leaves it out."""
-    if (refusal := _not_ready(request, backend)) is not None:
+    if (refusal := _not_ready(state, backend)) is not None:
         return error_response(refusal)
-    state = app_state(request.app)
     keys = state.tenancy.keys
     if keys.required:
         await keys.refresh(FRESH_S)
@@ -57,9 +58,8 @@ async def ready(request: Request, backend: Backend = Depends(get_backend)) -> di
     return answer
 
 
-def _not_ready(request: Request, backend: Backend) -> APIError | None:
+def _not_ready(state: AppState, backend: Backend) -> APIError | None:
     """Why the server cannot take speech requests now (a 503), or None when it can."""
-    state = app_state(request.app)
     if (refusal := not_started(state, backend)) is not None:
         return refusal
     if state.peers_starting is not None and (starting := state.peers_starting()):

@@ -25,9 +25,10 @@ from polyvox.server.errors import error_body
 from polyvox.settings import Settings
 
 if TYPE_CHECKING:
-    from polyvox.server.app_state import AppState
     from polyvox.server.metrics import Metrics
     from polyvox.state.replica_sync import ReplicaSync
+    from polyvox.text.lexicon import Lexicon
+    from polyvox.voices.registry import VoiceRegistry
 
 REDIS_MISSING = (
     "state_url is set, but the redis package is not installed: pip install 'polyvox[redis]' "
@@ -70,11 +71,10 @@ def install(app: FastAPI, shared: ReplicaSync | None, metrics: Metrics) -> None:
     app.add_middleware(StateGuard, shared=shared)
 
 
-async def start(state: AppState) -> None:
-    shared = state.shared
+async def start(shared: ReplicaSync | None, registry: VoiceRegistry, lexicon: Lexicon | None) -> None:
+    """Start this replica's sync of `registry`'s voices and `lexicon` with Redis (None: no state_url)."""
     if shared is not None:
         shared.connection.open_async()  # on the loop that serves the requests catching up through it
-        registry = state.voices
 
         def voices_synced(changed: bool) -> None:
             # The directory may be shared by sibling API processes too (api_server_count), whose changes
@@ -84,11 +84,10 @@ async def start(state: AppState) -> None:
             else:
                 registry.refresh()
 
-        await anyio.to_thread.run_sync(shared.start, registry.store, voices_synced, state.lexicon)
+        await anyio.to_thread.run_sync(shared.start, registry.store, voices_synced, lexicon)
 
 
-async def stop(state: AppState) -> None:
-    shared = state.shared
+async def stop(shared: ReplicaSync | None) -> None:
     if shared is not None:
         await anyio.to_thread.run_sync(shared.stop)
         await shared.connection.aclose()

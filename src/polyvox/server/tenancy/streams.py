@@ -12,7 +12,6 @@ import contextlib
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError, error_response
 from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.limits import STREAM_RENEW_S, StreamLease
@@ -22,8 +21,9 @@ SPEECH_PREFIX = "/v1/audio/speech"
 
 
 class StreamLimitMiddleware:
-    def __init__(self, app: ASGIApp):
+    def __init__(self, app: ASGIApp, tenancy: Tenancy):
         self.app = app
+        self.tenancy = tenancy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or not scope["path"].startswith(SPEECH_PREFIX):
@@ -32,7 +32,7 @@ class StreamLimitMiddleware:
         if scope["type"] == "http" and scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        tenancy = app_state(scope["app"]).tenancy
+        tenancy = self.tenancy
         try:
             lease = await tenancy.open_stream(caller_of(HTTPConnection(scope)))
         except APIError as refusal:

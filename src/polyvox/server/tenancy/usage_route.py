@@ -9,12 +9,13 @@ import datetime as dt
 from typing import Literal
 
 import anyio
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 
-from polyvox.server.app_state import app_state
+from polyvox.server.deps import get_tenancy
 from polyvox.server.errors import APIError
 from polyvox.server.tenancy.caller import caller_of
+from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.tenancy.usage import UsageUnavailable
 
 router = APIRouter(tags=["usage"])
@@ -51,12 +52,17 @@ def _day(value: str | None, param: str) -> dt.date:
 
 
 @router.get("/v1/usage")
-async def usage(request: Request, start: str | None = None, end: str | None = None) -> UsageList:
+async def usage(
+    request: Request,
+    start: str | None = None,
+    end: str | None = None,
+    tenancy: Tenancy = Depends(get_tenancy),
+) -> UsageList:
     first, last = _day(start, "start"), _day(end, "end")
     if last < first or (last - first).days >= MAX_DAYS:
         raise APIError(400, f"end: from start, at most {MAX_DAYS} days", param="end", code="invalid_value")
     caller = caller_of(request)
-    store = app_state(request.app).tenancy.usage
+    store = tenancy.usage
     try:
         rows = await anyio.to_thread.run_sync(store.rows, first, last, None if caller.admin else caller.name)
     except UsageUnavailable as exc:

@@ -13,12 +13,12 @@ import anyio
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.datastructures import UploadFile
 
-from polyvox.server.app_state import app_state
+from polyvox.server.deps import get_registry, get_settings
 from polyvox.server.errors import APIError
 from polyvox.server.protocol import VoiceConsent, VoiceConsentDeleted, VoiceConsentList
 from polyvox.server.tenancy.ownership import check_consent, new_access, visible_consent
 from polyvox.server.voice_routes.fields import read_fields
-from polyvox.server.voice_routes.voices import get_registry
+from polyvox.settings import Settings
 from polyvox.voices.clips import load_clip
 from polyvox.voices.consents import ConsentRecord, check_language
 from polyvox.voices.registry import VoiceRegistry
@@ -34,10 +34,14 @@ def _consent(record: ConsentRecord) -> VoiceConsent:
 
 
 @router.post("", response_model=VoiceConsent)
-async def create_consent(request: Request, registry: VoiceRegistry = Depends(get_registry)) -> VoiceConsent:
+async def create_consent(
+    request: Request,
+    registry: VoiceRegistry = Depends(get_registry),
+    settings: Settings = Depends(get_settings),
+) -> VoiceConsent:
     """Store the speaker's consent recording (checked like any clip) under a new id `cons_...`."""
     consents = registry.consent_store()
-    fields = await read_fields(request, app_state(request.app).settings.max_request_bytes)
+    fields = await read_fields(request, settings.max_request_bytes)
     name = check_text(fields.get("name"), "name")
     language = check_language(fields.get("language"))
     upload = fields.get("recording")
@@ -78,11 +82,14 @@ async def get_consent(
 
 @router.post("/{consent_id}", response_model=VoiceConsent)
 async def update_consent(
-    consent_id: str, request: Request, registry: VoiceRegistry = Depends(get_registry)
+    consent_id: str,
+    request: Request,
+    registry: VoiceRegistry = Depends(get_registry),
+    settings: Settings = Depends(get_settings),
 ) -> VoiceConsent:
     """Rename a consent (its only changeable field; the recording stays as it was)."""
     await anyio.to_thread.run_sync(check_consent, request, registry, consent_id, True)
-    fields = await read_fields(request, app_state(request.app).settings.max_request_bytes)
+    fields = await read_fields(request, settings.max_request_bytes)
     name = check_text(fields.get("name"), "name")
     return _consent(await anyio.to_thread.run_sync(registry.consent_store().rename, consent_id, name))
 

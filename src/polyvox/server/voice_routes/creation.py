@@ -19,10 +19,10 @@ from starlette.requests import Request
 
 from polyvox.backends.base import Backend
 from polyvox.backends.errors import BackendError
-from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.protocol import REF_TEXT_FIELDS
 from polyvox.server.speech.admission import Overloaded
+from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.ownership import check_citable, check_replaceable, new_access
 from polyvox.voices.detail import VoiceDetail
 from polyvox.voices.registry import VoiceRegistry, stores_designed_voices
@@ -40,17 +40,18 @@ def _field(fields: Mapping[str, Any], names: tuple[str, ...]) -> Any:
 
 
 async def create_from_fields(
-    request: Request, registry: VoiceRegistry, fields: Mapping[str, Any]
+    request: Request, registry: VoiceRegistry, service: SpeechService, fields: Mapping[str, Any]
 ) -> tuple[VoiceDetail, bool]:
-    """The voice the fields describe, stored; and whether it replaced one of the same id."""
+    """The voice the fields describe, stored (the engine of `service` checks a clip, or designs the
+    voice as one of its requests); and whether it replaced one of the same id."""
     name = _field(fields, ("name", "voice", "id"))
     if not isinstance(name, str):
         raise APIError(400, "name: a voice name is required", param="name", code="missing_required_parameter")
     await check_replaceable(request, registry, name)
     owner, shared = new_access(request, fields)  # the request's key's; others' too if `shared`
     if _creation_type(fields) == "prompt":
-        return await _from_prompt(request, registry, name, fields, owner, shared)
-    return await _from_sample(request, registry, name, fields, owner, shared)
+        return await _from_prompt(service, registry, name, fields, owner, shared)
+    return await _from_sample(request, registry, service, name, fields, owner, shared)
 
 
 def _creation_type(fields: Mapping[str, Any]) -> str:
@@ -66,6 +67,7 @@ def _creation_type(fields: Mapping[str, Any]) -> str:
 async def _from_sample(
     request: Request,
     registry: VoiceRegistry,
+    service: SpeechService,
     name: str,
     fields: Mapping[str, Any],
     owner: str | None,
@@ -101,15 +103,14 @@ async def _from_sample(
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
     data = await upload.read()
-    state = app_state(request.app)
-    cold_start = state.service.cold_start
-    if cold_start is None or not state.backend.info.capabilities.cloning:
-        return await _add_clip(registry, name, data, upload.filename or "", entry, state.backend, param)
+    backend, cold_start = service.backend, service.cold_start
+    if cold_start is None or not backend.info.capabilities.cloning:
+        return await _add_clip(registry, name, data, upload.filename or "", entry, backend, param)
     # idle_unload_s / load_on_demand: the engine checks the clip, so a cold one loads now, and the upload
     # is in flight meanwhile (an idle unload waits for it, a drain too)
-    with state.service.accept():
+    with service.accept():
         await cold_start.loaded()
-        return await _add_clip(registry, name, data, upload.filename or "", entry, state.backend, param)
+        return await _add_clip(registry, name, data, upload.filename or "", entry, backend, param)
 
 
 async def _add_clip(
@@ -133,7 +134,7 @@ async def _add_clip(
 
 
 async def _from_prompt(
-    request: Request,
+    service: SpeechService,
     registry: VoiceRegistry,
     name: str,
     fields: Mapping[str, Any],
@@ -144,8 +145,7 @@ async def _from_prompt(
     prompt = check_text(fields.get("prompt"), "prompt", MAX_PROMPT_CHARS, multiline=True)
     script = fields.get("script_hint")
     script = None if script is None else check_text(script, "script_hint", MAX_SCRIPT_CHARS, multiline=True)
-    service = app_state(request.app).service
-    backend = app_state(request.app).backend
+    backend = service.backend
     if not stores_designed_voices(backend.info):
         return await registry.design(name, prompt, script, backend, owner, shared)  # a 422 first
     with service.accept():  # 503 while draining; in flight (a drain waits for it) from here
@@ -158,7 +158,7 @@ async def _from_prompt(
                 code="engine_not_ready",
                 headers={"Retry-After": "5"},
             )
-        timeout_s = app_state(request.app).settings.request_timeout_s
+        timeout_s = service.settings.request_timeout_s
         admitted = False
         try:
             async with asyncio.timeout(timeout_s):

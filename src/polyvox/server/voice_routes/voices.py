@@ -18,8 +18,10 @@ import anyio
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from polyvox.server.app_state import app_state
+from polyvox.backends.base import Backend
+from polyvox.server.deps import get_backend, get_fresh_registry, get_registry, get_service, get_settings
 from polyvox.server.errors import APIError, error_response
+from polyvox.server.metrics import Metrics
 from polyvox.server.protocol import (
     VoiceCard,
     VoiceDeleted,
@@ -28,9 +30,11 @@ from polyvox.server.protocol import (
     WebUIVoice,
     WebUIVoiceList,
 )
+from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.ownership import check_changeable, check_voice, visible_voices
 from polyvox.server.voice_routes.creation import create_from_fields
 from polyvox.server.voice_routes.fields import read_fields
+from polyvox.settings import Settings
 from polyvox.voices.detail import VoiceDetail
 from polyvox.voices.errors import (
     InvalidVoiceAudio,
@@ -65,12 +69,13 @@ def voice_api_error(exc: VoiceError) -> APIError:
     return APIError(status, exc.message, param=exc.param, code=exc.code)
 
 
-def install_voice_errors(app: FastAPI) -> None:
-    """Answer every VoiceError (from the voice API or a speech request) in OpenAI's error shape."""
+def install_voice_errors(app: FastAPI, metrics: Metrics) -> None:
+    """Answer every VoiceError (from the voice API or a speech request) in OpenAI's error shape, counted
+    in `metrics`."""
 
     async def on_voice_error(request: Request, exc: VoiceError) -> JSONResponse:
         error = voice_api_error(exc)
-        app_state(request.app).metrics.errors.labels(type=error.code or error.type).inc()
+        metrics.errors.labels(type=error.code or error.type).inc()
         return error_response(error)
 
     app.add_exception_handler(VoiceError, on_voice_error)  # type: ignore[arg-type]  # typed for Exception
@@ -94,64 +99,68 @@ async def load_voices(registry: VoiceRegistry) -> None:
         log.info("registered voices: %s", ", ".join(report.voices))
 
 
-def get_registry(request: Request) -> VoiceRegistry:
-    return app_state(request.app).voices
-
-
-async def get_fresh_registry(request: Request) -> VoiceRegistry:
-    """The registry, first brought up to date when another server sharing the voices directory changed
-    `voices.json` (otherwise one stat, off the event loop)."""
-    registry = app_state(request.app).voices
-    await anyio.to_thread.run_sync(registry.refresh)
-    return registry
-
-
-def _visible(request: Request, registry: VoiceRegistry) -> list[VoiceDetail]:
+def _visible(request: Request, registry: VoiceRegistry, backend: Backend) -> list[VoiceDetail]:
     """The voices the request's key may use (another key's private voices are left out)."""
-    infos = registry.infos(app_state(request.app).backend)
+    infos = registry.infos(backend)
     shown = visible_voices(request, registry, [info.id for info in infos])
     return [info for info in infos if info.id in shown]
 
 
 @router.get("/v1/audio/voices", response_model=WebUIVoiceList)
 async def list_voices_webui(
-    request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
+    request: Request,
+    registry: VoiceRegistry = Depends(get_fresh_registry),
+    backend: Backend = Depends(get_backend),
 ) -> WebUIVoiceList:
-    infos = _visible(request, registry)
+    infos = _visible(request, registry, backend)
     return WebUIVoiceList(voices=[WebUIVoice(id=i.id, name=i.name) for i in infos])
 
 
 @router.get("/v1/voices", response_model=VoiceList)
-async def list_voices(request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)) -> VoiceList:
-    infos = _visible(request, registry)
+async def list_voices(
+    request: Request,
+    registry: VoiceRegistry = Depends(get_fresh_registry),
+    backend: Backend = Depends(get_backend),
+) -> VoiceList:
+    infos = _visible(request, registry, backend)
     cards = [VoiceCard(id=i.id, name=i.name, source=i.source) for i in infos]
     return VoiceList(data=cards, default="alloy")
 
 
 @router.get("/v1/audio/voices/{voice_id}", response_model=VoiceDetail)
 async def get_voice(
-    voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
+    voice_id: str,
+    request: Request,
+    registry: VoiceRegistry = Depends(get_fresh_registry),
+    backend: Backend = Depends(get_backend),
 ) -> VoiceDetail:
     await check_voice(request, registry, voice_id)
-    return registry.info(voice_id, app_state(request.app).backend)
+    return registry.info(voice_id, backend)
 
 
 @router.post("/v1/audio/voices", response_model=VoiceDetail, status_code=201)
-async def create_voice(request: Request, registry: VoiceRegistry = Depends(get_registry)) -> JSONResponse:
+async def create_voice(
+    request: Request,
+    registry: VoiceRegistry = Depends(get_registry),
+    service: SpeechService = Depends(get_service),
+) -> JSONResponse:
     """Create a voice from an audio sample (1-60 s of speech by default, citing the speaker's consent)
     or from a text prompt; a name that is a voice id again replaces that voice (200)."""
-    fields = await read_fields(request, app_state(request.app).settings.max_request_bytes)
-    info, replaced = await create_from_fields(request, registry, fields)
+    fields = await read_fields(request, service.settings.max_request_bytes)
+    info, replaced = await create_from_fields(request, registry, service, fields)
     return JSONResponse(info.model_dump(), status_code=200 if replaced else 201)
 
 
 @router.post("/v1/audio/voices/{voice_id}", response_model=VoiceDetail)
 async def rename_voice(
-    voice_id: str, request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
+    voice_id: str,
+    request: Request,
+    registry: VoiceRegistry = Depends(get_fresh_registry),
+    settings: Settings = Depends(get_settings),
 ) -> VoiceDetail:
     """Change a stored voice's display `name` (JSON or form); its id, clip and prompt hash stay."""
     await check_changeable(request, registry, voice_id)
-    fields = await read_fields(request, app_state(request.app).settings.max_request_bytes)
+    fields = await read_fields(request, settings.max_request_bytes)
     return await anyio.to_thread.run_sync(registry.rename, voice_id, fields.get("name"))
 
 
