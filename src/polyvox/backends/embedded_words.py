@@ -7,9 +7,12 @@ counted against the text's: each word is phonemised on its own and its phonemes 
 against the sentence's, and a word is timed from the first to the last sentence phoneme matched to it.
 A sentence phoneme left unmatched (espeak spoke the word a little differently in context) belongs to
 the matched word it runs on from without a pause. Stress marks belong to their word; pauses
-(punctuation, word gaps, the sentence's start and end) belong to none. A word none of whose phonemes
-was matched (a lone symbol) gets no time of its own: zero long where the word before it ends, marked
-approximate.
+(punctuation, the sentence's start and end) belong to none; but the gap between two words spoken
+without a pause (espeak's word separator, which piper gives a few frames) belongs to the word after it:
+the model makes the transition into that word there (measured: starts then agree with an independent
+alignment within about 20 ms, against about 65 ms late when the gap was left out). A word none of
+whose phonemes was matched (a lone symbol) gets no time of its own: zero long where the word before
+it ends, marked approximate.
 """
 
 from __future__ import annotations
@@ -37,13 +40,22 @@ def word_spans(
     (a word's phonemes, as the voice phonemises it alone)."""
     starts: list[int] = []
     ends: list[int] = []
+    onsets: list[int] = []  # where a word beginning at this phoneme is heard to begin
     sounds: list[str] = []
     position = 0
+    gap: int | None = None  # where a word gap began right after a sound (connected speech)
+    after_sound = False
     for phoneme, samples in timed:
         if is_sound(phoneme):
             sounds.append(phoneme)
             starts.append(position)
             ends.append(position + samples)
+            onsets.append(gap if gap is not None else position)
+            gap, after_sound = None, True
+        elif phoneme == " " and after_sound and gap is None:
+            gap = position
+        else:
+            gap, after_sound = (gap if phoneme == " " else None), phoneme == " " and after_sound
         position += samples
     owner: list[int] = []  # the word each phoneme of the words phonemised one by one belongs to
     spoken: list[str] = []
@@ -69,7 +81,7 @@ def word_spans(
         if begin is None or finish is None:
             spans.append(Span(previous_end / sample_rate, previous_end / sample_rate, True))
             continue
-        start = max(starts[begin], previous_end)
+        start = max(onsets[begin], previous_end)
         end = max(ends[finish], start)
         spans.append(Span(start / sample_rate, end / sample_rate, False))
         previous_end = end
