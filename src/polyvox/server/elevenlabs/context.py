@@ -146,7 +146,7 @@ class Context:
         timeline = getattr(segment.job, "timeline", None)
         if timeline is None:
             return None
-        text = segment.text if segment.index == 0 else " " + segment.text  # the space between them
+        text = segment.text + " "  # the space before the next sentence: a client's last word ends there
         return character_times(text, timeline.words, seconds)
 
     def _message(self, **fields: Any) -> dict[str, Any]:
