@@ -180,6 +180,20 @@ def test_a_folder_that_is_no_checkpoint_is_a_startup_error(tmp_path):
         make_aligner(str(tmp_path))
 
 
+@pytest.mark.parametrize("letters", ["abcdefghijklmnopqrstuvwxyz'", "ABCDEFGHIJKLMNOPQRSTUVWXYZ'"])
+def test_words_are_spelt_in_the_vocabularys_case_without_what_it_lacks(letters):
+    # wav2vec2-base-960h spells in capitals beside "<pad>", "<s>", "</s>", "<unk>"; MMS in small letters
+    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "|": 4} | {
+        ch: 5 + i for i, ch in enumerate(letters)
+    }
+    vocabulary = CtcVocabulary(vocab, blank=0, separator=4)
+
+    assert vocabulary.spell("Don't!") == [
+        vocab[ch] for ch in letters[3] + letters[14] + letters[13] + "'" + letters[19]
+    ]
+    assert vocabulary.spell("中文") == []
+
+
 class ScriptedModel:
     """Stands in for a CTC model whose frames say a known script (the frame-to-seconds mapping and the
     grouping of letters into words, apart from any network)."""

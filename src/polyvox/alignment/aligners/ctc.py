@@ -28,7 +28,8 @@ class CtcVocabulary:
         self.ids = vocab
         self.blank = blank
         self.separator = separator
-        self.lower = any(token.islower() for token in vocab)
+        # the letters' case, from the one-character tokens ("<pad>" and the like say nothing)
+        self.lower = any(len(token) == 1 and token.islower() for token in vocab)
 
     def spell(self, word: str) -> list[int]:
         """The token ids of `word`'s characters the vocabulary has (the others dropped)."""
