@@ -294,6 +294,19 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("My cell is 415-555-0132.", ["my cell is four one five five five five {zero|oh|o} one three two"]),
         ("His PIN is 4821.", ["his pin is four eight two one"]),
         ("Text 12345 to enter.", ["text one two three four five to enter"]),
+        ("Call ext. 204.", ["call extension two {zero|oh|o} four"]),
+        (
+            "Flight UA 901 is delayed.",
+            ["flight u a nine {oh|o} one is delayed", "flight ua nine {oh|o} one is delayed"],
+        ),
+        (
+            "Visit us at 221B Baker Street.",
+            ["visit us at two twenty one b baker street", "visit us at two two one b baker street"],
+        ),
+        (
+            "My address is 1600 Pennsylvania Ave.",
+            ["my address is sixteen hundred pennsylvania {ave|avenue}"],
+        ),
     ],
     "version": [
         ("Version 2.0.3 is out.", ["version two point {zero|oh|o} point three is out"]),
@@ -389,6 +402,7 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
                 "a twelve hundred square {foot|feet} flat",
             ],
         ),
+        ("Up 0.3 pts.", ["up [zero] point three points"]),
     ],
     "sign": [
         ("It is -5 degrees.", ["it is {minus|negative} five degrees"]),
@@ -455,6 +469,8 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
             ],
         ),
         ("It ended 2-2.", ["it ended two {two|all}", "it ended two to two"]),
+        ("A 60-40 split.", ["a sixty forty split"]),
+        ("Ages 40-60.", ["ages forty to sixty"]),
     ],
     "alphanumeric": [
         ("COVID-19 is here.", ["covid nineteen is here"]),

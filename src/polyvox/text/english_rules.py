@@ -163,6 +163,11 @@ def _military_time(match: re.Match[str]) -> str:
     return f"{spoken} {'hundred' if minutes == '00' else _clock(0, minutes).removeprefix('zero ')}"
 
 
+def _paired(digits: str) -> str:
+    """A flight or house number as people say it: "901" → "nine oh one", "1600" → "sixteen hundred"."""
+    return year(digits) if len(digits) <= 4 else digits_one_by_one(digits)
+
+
 def _money_words(amount: str, currency: tables.Currency) -> str:
     whole, _, fraction_digits = amount.replace(",", "").partition(".")
     if len(fraction_digits) > 2 or (fraction_digits and currency.cent is None):
@@ -306,6 +311,8 @@ def _range(match: re.Match[str]) -> str:
     low, high = match.groups()
     if low == high:  # "a 50-50 chance"
         return f"{decimal(low)} {decimal(high)}"
+    if re.match(r" (?:split|ratio|mix)\b", match.string[match.end() :]):  # "a 60-40 split"
+        return f"{decimal(low)} {decimal(high)}"
     if re.fullmatch(_YEAR, low) and (re.fullmatch(_YEAR, high) or len(high) == 2):
         return f"{year(low)} to {_year_words(high) if len(high) == 2 else year(high)}"
     return f"{decimal(low)} to {decimal(high)}"
@@ -398,6 +405,19 @@ _RULES: list[Rule] = [
         lambda m: f"{m[1]}{m[2]}{digits_one_by_one(m[3])}",
     ),
     (re.compile(rf"{_START}(\d+\.\d+)s\b"), lambda m: f"{decimal(m[1])} seconds"),
+    (re.compile(r"\b[Ee]xt\.? ?(\d{2,6})\b"), lambda m: f"extension {digits_one_by_one(m[1])}"),
+    # flight and house numbers in pairs: "Flight UA 901", "221B Baker Street", "1600 Pennsylvania Ave"
+    (
+        re.compile(r"\b([Ff]light) ([A-Z][A-Z0-9]|[0-9][A-Z]) ?(\d{1,4})\b"),
+        lambda m: f"{m[1]} {m[2]} {_paired(m[3])}",
+    ),
+    (
+        re.compile(
+            r"(?<![\w.,$€£¥#+-])(\d{1,5})([A-Za-z]?)(?= (?:[A-Z][a-z]+ ){1,3}"
+            r"(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Way|Court|Ct|Place|Pl|Square|Sq)\b)"
+        ),
+        lambda m: _paired(m[1]) + (f" {m[2].upper()}" if m[2] else ""),
+    ),
     # heights: 6'2", "5 ft 4 in"
     (
         re.compile(r"(?<![\w.])(\d{1,2}) ?(?:ft|feet|foot) (\d{1,2}) ?(?:in|inches|inch)\b"),

@@ -87,6 +87,7 @@ UNITS: dict[str, tuple[str, str]] = {
     "mA": ("milliamp", "milliamps"), "mAh": ("milliamp hour", "milliamp hours"),
     "dB": ("decibel", "decibels"), "cal": ("calorie", "calories"), "kcal": ("kilocalorie", "kilocalories"),
     "px": ("pixel", "pixels"), "tsp": ("teaspoon", "teaspoons"), "tbsp": ("tablespoon", "tablespoons"),
+    "pts": ("point", "points"),
     "sq ft": ("square foot", "square feet"), "sq m": ("square meter", "square meters"),
     "m²": ("square meter", "square meters"), "km²": ("square kilometer", "square kilometers"),
     "°C": ("degree Celsius", "degrees Celsius"), "℃": ("degree Celsius", "degrees Celsius"),
