@@ -187,7 +187,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     metrics.registry.register(VoiceCollector(registry, backend))
     metrics.registry.register(BatchingStatsCollector(backend))
     metrics.registry.register(BuildInfoCollector())
-    install_error_handlers(app, metrics)
+    install_error_handlers(app, metrics.errors)
     quiet_cut_streams()  # a stream cut by its deadline is an answered outcome, not an app error
     voices.install_voice_errors(app, metrics)
     app.include_router(speech_route.router)

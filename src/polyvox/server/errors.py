@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from prometheus_client import Counter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
@@ -22,9 +23,6 @@ from starlette.responses import Response
 from polyvox.backends.errors import BackendError, BackendInputError, BackendOverloaded, EmptyInput
 from polyvox.runtime.logs import current_request_id
 from polyvox.server.allowed_methods import allowed_methods
-
-if TYPE_CHECKING:
-    from polyvox.server.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -151,11 +149,12 @@ def from_backend_error(exc: Exception) -> APIError:
     return APIError(500, "internal server error", code="internal_error")
 
 
-def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
-    """Route every exception the app can raise to an OpenAI-shaped JSON answer, counted in `metrics`."""
+def install_error_handlers(app: FastAPI, errors_total: Counter) -> None:
+    """Route every exception the app can raise to an OpenAI-shaped JSON answer, each counted in
+    `errors_total` (`polyvox_errors_total`, by error type)."""
 
     def count(request: Request, error: APIError) -> None:
-        metrics.errors.labels(type=error.code or error.type).inc()
+        errors_total.labels(type=error.code or error.type).inc()
 
     async def on_api_error(request: Request, exc: APIError) -> JSONResponse:
         count(request, exc)
