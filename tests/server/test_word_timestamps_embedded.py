@@ -266,3 +266,20 @@ def test_srt_has_a_cue_per_piece_and_vtt_a_cue_per_word_when_words_are_asked(url
     assert all(start <= end for start, end, _ in words)
     # the same answer (a cache hit): the words lie inside their pieces' cues
     assert words[-1][1] <= cues[-1][1] + 0.001 and words[0][0] >= cues[0][0]
+
+
+def test_a_lexicon_replacement_maps_back_to_the_clients_word(tmp_path) -> None:
+    lexicon = tmp_path / "lexicon.json"
+    lexicon.write_text(json.dumps({"PyPI": "pie pea eye"}), encoding="utf-8")
+    settings = Settings(lexicon_path=lexicon, voices_dir=tmp_path / "voices")
+    with running_server(create_app(settings, with_text_frontend(EmbeddedBackend(), settings))) as base:
+        answer = timed(base, "Get it from PyPI today.")
+    assert [w["word"] for w in answer["words"]] == ["Get", "it", "from", "PyPI", "today."]
+    samples, rate = audio_of(answer)
+    starts = sphinx_starts(samples, rate, ["get", "it", "from", "pie", "pea", "eye", "today"])
+    pypi = answer["words"][3]  # spoken as three words: from the first's start to the last's end
+    assert (
+        abs(pypi["start"] - starts[3]) <= WORST_BOUND_S
+        and abs(answer["words"][4]["start"] - starts[6]) <= WORST_BOUND_S
+    )
+    assert pypi["end"] - pypi["start"] > starts[6] - starts[3] - WORST_BOUND_S

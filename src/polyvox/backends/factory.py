@@ -58,8 +58,10 @@ def with_text_frontend(backend: Backend, settings: Settings) -> TextPipeline:
     frontend = TextFrontend(
         _lexicon(settings), normalize_default=settings.normalize, max_piece_chars=settings.max_piece_chars
     )
-    # Word timestamps: an engine that times its words itself needs no aligner (none is built).
-    aligner = None if backend.info.capabilities.word_timings else make_aligner(settings.aligner)
+    # Word timestamps: an engine that times its words itself needs no aligner (none is built); a CTC
+    # model runs on the engine's device setting (auto: CUDA when there is one).
+    timed_itself = backend.info.capabilities.word_timings
+    aligner = None if timed_itself else make_aligner(settings.aligner, device=settings.device)
     return TextPipeline(
         backend,
         frontend,
