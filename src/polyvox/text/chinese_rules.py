@@ -3,7 +3,8 @@
 Read as the grammar would not: "¥1,299" (the grouping comma read as a pause between two amounts),
 "2.0.3版本" (a version number read as "二.零点三"), "50%-60%", "5-10%", "第3-5章" and "1-2倍" (the
 dash read as a minus sign), "编号#123" (the "#" left in), "GPT-4" (the hyphen read as a minus sign),
-"7×24小时" (the 24 read digit by digit; "×", "*" and "x" between digits are read "乘").
+"7×24小时" (the 24 read digit by digit; "×", "*" and "x" between digits are read "乘"), "6·18"
+(a day named by its date, read digit by digit: 六一八).
 
 "二" and "两" as a person says them: "第2名", "3月2日" ("二", where the grammar says "两"); "下午2点",
 "2倍", "2年", "约2小时" ("两", where it says "二").
@@ -39,6 +40,9 @@ _ID_NUMBER = re.compile(
     rf"({_DIGIT_CUE})(\d{{4,}})(?!\d)"
 )
 _PHONE_DIGITS = str.maketrans("0123456789", "零幺二三四五六七八九")
+# A day named by its date with a middle dot, read digit by digit: "6·18" 六一八, "3·15" 三一五.
+_DOTTED_DAY = re.compile(r"(?<![\d.])(\d{1,2})[·•](\d{1,2})(?![\d.])")
+_DAY_DIGITS = str.maketrans("0123456789", "零一二三四五六七八九")
 _SCORE_BEFORE = r"(?:比分|比数|战成|打成|踢成|总比分)[：:\s]*(?:是|为|定格在|变为|变成|来到)?[：:\s]*"
 _SCORE_AFTER = (
     r"(?:的?(?:总)?比分|战胜|击败|打败|负于|胜出|获胜|取胜|落败|告负|不敌|完胜|大胜|险胜|惨败|拿下)"
@@ -50,7 +54,7 @@ _ORDINAL_TWO = re.compile(r"第2(?![\d.])")
 _DAY_TWO = re.compile(r"(?<=月)2(?=[日号])")
 _HOUR_TWO = re.compile(r"(?<![\d.:])2(?=点(?![\d零一二三四五六七八九]))")
 # A count of two the grammar reads "二": "2倍", "2年", "2台", and anything after 约 ("约2小时").
-_TWO_MEASURES = r"(?:倍|年(?!级|代)|次(?!方)|台|种|份|公斤|英里|毛|成(?!绩))"
+_TWO_MEASURES = r"(?:倍|年(?!级|代|\d+班)|次(?!方)|台|种|份|公斤|英里|毛|成(?!绩))"
 _COUNT_TWO = re.compile(
     rf"(?<![\d.:/\-–~～])2(?=(?:[-–~～到至]\d+(?:\.\d+)?)?{_TWO_MEASURES})"
     r"|(?<=约)2(?=[个位名人天年周小分秒公千万亿米斤克吨倍次台种份件条张本只头匹辆家所间])"
@@ -66,6 +70,7 @@ def prepare_chinese(run: str) -> str:
     run = _LOCAL_PHONE.sub(_read_digits, run)
     run = _POSTCODE.sub(_read_digits, run)
     run = _ID_NUMBER.sub(_read_digits, run)
+    run = _DOTTED_DAY.sub(lambda m: (m[1] + m[2]).translate(_DAY_DIGITS), run)
     run = _THOUSANDS_COMMA.sub("", run)
     run = _VERSION.sub(_version, run)
     run = _SCORE_CUED.sub(lambda m: f"{m[1]}{m[2]}比{m[3]}", run)
