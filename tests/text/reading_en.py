@@ -150,6 +150,10 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("The 1984 election was close.", ["the nineteen eighty four election was close"]),
         ("1999's best film.", ["nineteen ninety nine's best film"]),
         (
+            "What 2024 has in store.",
+            ["what twenty twenty four has in store", "what two thousand [and] twenty four has in store"],
+        ),
+        (
             "1984 people came.",
             [
                 "one thousand nine hundred [and] eighty four people came",

@@ -17,7 +17,7 @@ import re
 _CLAUSE_WORDS = re.findall(
     r"\w+",
     "and but while when as since so that if because until then think thought believe know knew say said"
-    " remember hope guess feel felt",
+    " remember hope guess feel felt what how",
 )
 CLAUSE_START = (
     '(?:^|(?<=[.!?;:,] )|(?<=[("“‘])|'
