@@ -209,3 +209,56 @@ def test_the_http_routes_take_xi_api_key_with_the_speech_scope(served):
         answer = httpx.post(base, json={"text": "Hello."}, headers={"xi-api-key": key}, timeout=60)
         assert answer.status_code == status, answer.text
     assert len(answer.content) == round(len("Hello.") * 0.02 * RATE) * 2
+
+
+def _limited_key(url: str, name: str, **limits: int) -> str:
+    made = httpx.post(
+        f"{url.replace('ws://', 'http://')}/admin/keys",
+        json={"name": name, "scopes": ["speech"], "limits": limits},
+        headers={"Authorization": f"Bearer {ADMIN}"},
+    )
+    assert made.status_code == 201, made.text
+    return made.json()["key"]
+
+
+def test_an_open_socket_is_one_of_the_keys_streams(served):
+    url, _, _ = served
+    key = _limited_key(url, "agents-one-stream", max_streams=1)
+    speech = url.replace("ws://", "http://") + "/elevenlabs/v1/text-to-speech/alloy?output_format=pcm_16000"
+    with _socket(url, key) as ws:
+        ws.send(json.dumps({"text": "Hello there. ", "context_id": "c", "flush": True}))
+        assert "audio" in _receive(ws)
+        busy = httpx.post(speech, json={"text": "Hello."}, headers={"xi-api-key": key}, timeout=60)
+        assert busy.status_code == 429, busy.text
+    deadline = time.monotonic() + 60
+    while (
+        answer := httpx.post(speech, json={"text": "Hello."}, headers={"xi-api-key": key})
+    ).status_code == 429:
+        assert time.monotonic() < deadline, "the closed socket's stream was never given back"
+        time.sleep(0.05)
+    assert answer.status_code == 200
+
+
+def test_each_sentence_counts_against_the_keys_characters_per_minute(served):
+    url, _, _ = served
+    key = _limited_key(url, "agents-few-characters", characters_per_minute=30)
+    with _socket(url, key) as ws:
+        ws.send(json.dumps({"text": "Twenty characters... ", "context_id": "c"}))
+        ws.send(json.dumps({"text": "And twenty more here.", "context_id": "c", "flush": True}))
+        messages = []
+        while not any("error" in m for m in messages):
+            messages.append(_receive(ws))
+        refusal = next(m for m in messages if "error" in m)
+        assert refusal["code"] == 429 and refusal["contextId"] == "c", refusal
+
+
+def test_an_unknown_voice_is_refused_when_its_context_opens(served):
+    url, _, keys = served
+    target = f"{url}/elevenlabs/v1/text-to-speech/agents-nobody/multi-stream-input?output_format=pcm_16000"
+    with connect(target, additional_headers={"xi-api-key": keys["speech"]}, open_timeout=30) as ws:
+        ws.send(json.dumps({"text": " ", "context_id": "c"}))
+        refusal = _receive(ws)
+        assert refusal["error"] == "voice_not_found" and refusal["contextId"] == "c", refusal
+    http = url.replace("ws://", "http://") + "/elevenlabs/v1/text-to-speech/agents-nobody"
+    answer = httpx.post(http, json={"text": "Hello."}, headers={"xi-api-key": keys["speech"]}, timeout=60)
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == "voice_not_found"

@@ -17,6 +17,7 @@ from typing import Any
 from fastapi import WebSocket
 from starlette.websockets import WebSocketDisconnect
 
+from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.server.app_state import app_state
 from polyvox.server.auth import KEY_TO_COME, authorize_key
 from polyvox.server.catalog import check_model
@@ -24,7 +25,7 @@ from polyvox.server.elevenlabs.context import Context
 from polyvox.server.elevenlabs.output_format import OutputFormat
 from polyvox.server.elevenlabs.requests import VoiceSettings, speech_fields, speech_request
 from polyvox.server.elevenlabs.words import wants_words
-from polyvox.server.errors import APIError
+from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.caller import caller_of
@@ -180,7 +181,10 @@ class ElevenLabsSocket:
         check_model(template.model, self.service.backend, self.service.settings.accept_any_model)
         try:
             await check_speakable(self.websocket, template.voice)
-        except VoiceError as exc:
+            # Whether the voice, format and engine can serve the context at all, before any text:
+            with self.service.accept() as accepted_at:
+                await self.service.prepare(template, stream=True, accepted_at=accepted_at)
+        except (VoiceError, BackendError, BackendInputError, DeadlineExceeded) as exc:
             raise as_api_error(exc) from exc
         return template
 
