@@ -28,7 +28,21 @@ router = APIRouter(prefix=PREFIX, tags=["elevenlabs"])
 _BODY = {
     "requestBody": {
         "required": True,
-        "content": {"application/json": {"schema": {"type": "object", "required": ["text"]}}},
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["text"],
+                    "properties": {
+                        "text": {"type": "string"},
+                        "model_id": {"type": "string"},
+                        "voice_settings": {"type": "object", "properties": {"speed": {"type": "number"}}},
+                        "seed": {"type": "integer"},
+                        "apply_text_normalization": {"type": "string", "enum": ["auto", "on", "off"]},
+                    },
+                }
+            }
+        },
     }
 }
 
