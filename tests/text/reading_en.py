@@ -139,20 +139,14 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("Between 1939 and 1945.", ["between nineteen thirty nine and nineteen forty five"]),
         # a year the verb or noun after it says is one; a count before anything else
         ("1984 was a good year.", ["nineteen eighty four was a good year"]),
-        (
-            "I think 2020 was hard.",
-            ["i think twenty twenty was hard", "i think two thousand [and] twenty was hard"],
-        ),
+        ("I think 1999 was hard.", ["i think nineteen ninety nine was hard"]),
         (
             "2019 saw record sales.",
             ["twenty nineteen saw record sales", "two thousand [and] nineteen saw record sales"],
         ),
         ("The 1984 election was close.", ["the nineteen eighty four election was close"]),
         ("1999's best film.", ["nineteen ninety nine's best film"]),
-        (
-            "What 2024 has in store.",
-            ["what twenty twenty four has in store", "what two thousand [and] twenty four has in store"],
-        ),
+        ("What 1968 was like, we know.", ["what nineteen sixty eight was like we know"]),
         (
             "1984 people came.",
             [
