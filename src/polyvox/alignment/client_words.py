@@ -43,15 +43,19 @@ def map_tokens(client: Sequence[str], spoken: Sequence[str]) -> list[Entry]:
     matcher = difflib.SequenceMatcher(None, [_key(t) for t in client], [_key(t) for t in spoken], False)
     entries: list[Entry] = []
     orphans: list[str] = []  # client tokens with nothing spoken, waiting for an entry to join
+    lead: int | None = None  # spoken words before the first entry, waiting for it to begin there
+
+    def add(words: Sequence[str], first: int, last: int) -> None:
+        nonlocal orphans, lead
+        entries.append(Entry(" ".join([*orphans, *words]), first if lead is None else lead, last))
+        orphans, lead = [], None
+
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             for offset in range(i2 - i1):
-                word = " ".join([*orphans, client[i1 + offset]])
-                orphans = []
-                entries.append(Entry(word, j1 + offset, j1 + offset))
+                add([client[i1 + offset]], j1 + offset, j1 + offset)
         elif tag == "replace":
-            entries.append(Entry(" ".join([*orphans, *client[i1:i2]]), j1, j2 - 1))
-            orphans = []
+            add(client[i1:i2], j1, j2 - 1)
         elif tag == "delete":
             if entries:
                 last = entries[-1]
@@ -61,9 +65,10 @@ def map_tokens(client: Sequence[str], spoken: Sequence[str]) -> list[Entry]:
         elif entries:  # insert: spoken words the client did not write widen the entry before them
             last = entries[-1]
             entries[-1] = Entry(last.word, last.first, j2 - 1)
-        else:  # ... or, at the start, the first entry after them
-            entries.append(Entry(" ".join(orphans), j1, j2 - 1))
-            orphans = []
+        elif orphans:  # ... or, at the start, the client's words left unspoken before them
+            add([], j1, j2 - 1)
+        else:  # ... or the first entry after them
+            lead = j1
     if orphans and entries:  # client tokens after the last spoken word
         last = entries[-1]
         entries[-1] = Entry(" ".join([last.word, *orphans]), last.first, last.last)
