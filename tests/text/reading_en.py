@@ -386,6 +386,7 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ("It takes 200 ms.", ["it takes two hundred milliseconds"]),
         ("A 10 kg bag.", ["a ten {kilogram|kilo} bag"]),
         ("The 100m sprint.", ["the {one|a} hundred {meter|metre} sprint"]),
+        ("The 3 km remaining were hard.", ["the three {kilometers|kilometres} remaining were hard"]),
         ("She is 5 ft 4 in.", ["she is five {feet|foot} four [inches]"]),
         (
             "The recipe needs 1/2 lb of butter.",

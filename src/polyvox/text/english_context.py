@@ -51,7 +51,8 @@ _NOT_QUALIFIED = frozenset(
         " would can could should may might must has have had that which who whom whose it its this these"
         " those he she we they you i me him her us them more less so too very then off up down out over"
         " under away back now here there today tonight yesterday tomorrow ago total plus minus extra left"
-        " worth apiece instead already only just altogether overall each every either",
+        " worth apiece instead already only just altogether overall each every either ahead behind since"
+        " later earlier before after into onto across through around about above below beyond",
     )
 )
 
@@ -65,4 +66,4 @@ def qualifies_next_noun(match: re.Match[str]) -> bool:
     if after is None:
         return False
     word = after.group(1)
-    return word not in _NOT_QUALIFIED and not word.endswith(("ed", "ly"))
+    return word not in _NOT_QUALIFIED and not word.endswith(("ed", "ly", "ing"))
