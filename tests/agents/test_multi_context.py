@@ -262,3 +262,34 @@ def test_an_unknown_voice_is_refused_when_its_context_opens(served):
     http = url.replace("ws://", "http://") + "/elevenlabs/v1/text-to-speech/agents-nobody"
     answer = httpx.post(http, json={"text": "Hello."}, headers={"xi-api-key": keys["speech"]}, timeout=60)
     assert answer.status_code == 400 and answer.json()["error"]["code"] == "voice_not_found"
+
+
+def test_past_five_contexts_the_oldest_closed_one_makes_room(served):
+    url, backend, keys = served
+    with _socket(url, keys["speech"]) as ws:
+        for n in range(5):  # five held contexts, the first two closed by the client
+            ws.send(json.dumps({"text": LONG_A, "context_id": f"c{n}", "flush": True}))
+        ws.send(json.dumps({"text": ""}))  # a keep-alive naming no context opens none
+        for n in range(2):
+            ws.send(json.dumps({"context_id": f"c{n}", "close_context": True}))
+        ws.send(json.dumps({"text": "Hello there. ", "context_id": "c5", "flush": True}))
+        ws.send(json.dumps({"context_id": "c5", "close_context": True}))
+        finals = []
+        while "c5" not in finals:
+            message = _receive(ws)
+            assert "error" not in message, message
+            if message.get("isFinal"):
+                finals.append(message["contextId"])
+        assert finals == ["c0", "c5"], "the oldest closed context was stopped, then the new one spoke"
+        ws.send(json.dumps({"text": "Hello again. ", "context_id": "c5", "flush": True}))  # a new c5
+        ws.send(json.dumps({"text": LONG_A, "context_id": "c6", "flush": True}))  # c1 makes room
+        ws.send(json.dumps({"text": LONG_A, "context_id": "c7", "flush": True}))  # none closed: refused
+        while (message := _receive(ws)).get("error") is None:
+            pass
+        assert message["error"] == "too_many_contexts" and message["contextId"] == "c7", message
+        ws.send(json.dumps({"context_id": "c2", "close_context": True}))
+        ws.send(json.dumps({"text": "More. ", "context_id": "c2"}))
+        while (message := _receive(ws)).get("error") is None:
+            pass
+        assert message["error"] == "context_closed" and message["contextId"] == "c2", message
+    _wait_until(lambda: not backend.generating, "the engine still generates for a closed socket")

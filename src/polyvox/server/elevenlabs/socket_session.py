@@ -102,20 +102,30 @@ class ElevenLabsSocket:
             return
         context_id = self._context_id(data)
         context = self.contexts.get(context_id)
+        if context is not None and context.finished.is_set():  # done: its id may name a new one
+            del self.contexts[context_id]
+            context = None
         if data.get("close_context") is True:
             if context is not None:
                 if data.get("immediate") is True:
-                    await self._end(context, immediate=True)
+                    await self._end(context)
                 else:
                     context.close()
             return
         text = data.get("text")
+        flush = data.get("flush") is True
         if text is not None and not isinstance(text, str):
             raise APIError(400, "`text` must be a string", param="text")
         if context is None:
-            if text is None and not data.get("flush"):
+            if not text and not flush:  # a keep-alive, or the end of a stream-input that said nothing
+                if text == "" and not self.multi:
+                    await self._send({"isFinal": True})
                 return
             context = await self._open(context_id, data)
+        elif context.closing and (text or flush):
+            raise APIError(
+                400, f"context {context_id!r} is closed", param="context_id", code="context_closed"
+            )
         if text:
             try:
                 context.push(text)
@@ -124,7 +134,7 @@ class ElevenLabsSocket:
         elif text == "" and not self.multi:  # stream-input: an empty text ends the input
             context.close()
             return
-        if data.get("flush") is True:
+        if flush:
             context.flush()
 
     def _context_id(self, data: dict[str, Any]) -> str | None:
@@ -144,13 +154,17 @@ class ElevenLabsSocket:
 
     async def _open(self, context_id: str | None, data: dict[str, Any]) -> Context:
         """A new context, its settings from its first message (`voice_settings`) and the handshake."""
-        live = [c for c in self.contexts.values() if not c.finished.is_set()]
-        if len(live) >= MAX_CONTEXTS:
-            raise APIError(
-                429, f"at most {MAX_CONTEXTS} contexts are open on one socket", code="too_many_contexts"
-            )
-        template = await self._template(data)
         self.contexts = {k: c for k, c in self.contexts.items() if not c.finished.is_set()}
+        if len(self.contexts) >= MAX_CONTEXTS:
+            # A new turn while the socket is full: the oldest context the client has closed (its reply
+            # over, or barged in on) is stopped to make room; with none closed, the new one is refused.
+            closed = next((c for c in self.contexts.values() if c.closing), None)
+            if closed is None:
+                raise APIError(
+                    429, f"at most {MAX_CONTEXTS} contexts are open on one socket", code="too_many_contexts"
+                )
+            await self._end(closed)
+        template = await self._template(data)
         context = Context(
             context_id,
             service=self.service,
@@ -188,7 +202,8 @@ class ElevenLabsSocket:
             raise as_api_error(exc) from exc
         return template
 
-    async def _end(self, context: Context, *, immediate: bool) -> None:
+    async def _end(self, context: Context) -> None:
+        """Stop `context` at once (its engine work let go), then its `isFinal`."""
         await context.cancel()
         self.contexts.pop(context.id, None)
         await self._send(_with_context({"isFinal": True}, context.id))
