@@ -501,6 +501,3 @@ CASES: dict[str, list[tuple[str, list[str]]]] = {
         ),
     ],
 }
-
-# Known misses: still read wrong, listed so the score is honest.
-MISSES: list[tuple[str, list[str], str]] = []

@@ -155,6 +155,3 @@ FIXED: list[tuple[str, list[str]]] = [
     ("6·18大促。", ["六一八大促。", "六幺八大促。"]),
     ("3·15晚会。", ["三一五晚会。", "三幺五晚会。"]),
 ]
-
-# Known misses: still read wrong, listed so the score is honest.
-MISSES: list[tuple[str, list[str], str]] = []

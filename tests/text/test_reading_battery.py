@@ -14,9 +14,7 @@ import pytest
 from polyvox.text.normalize import normalize_text
 
 from .reading_en import CASES
-from .reading_en import MISSES as EN_MISSES
 from .reading_zh import FIXED, KEPT
-from .reading_zh import MISSES as ZH_MISSES
 
 pytest.importorskip("wetext")
 pytest.importorskip("num2words")
@@ -59,19 +57,7 @@ def test_chinese_reads_exactly_right(text, readings):
     assert normalize_text(text) in readings
 
 
-MISSES = [
-    pytest.param(text, readings, marks=pytest.mark.xfail(reason=reason, strict=True), id=text)
-    for text, readings, reason in EN_MISSES + ZH_MISSES
-]
-
-
-@pytest.mark.parametrize(("text", "readings"), MISSES)
-def test_known_misses(text, readings):
-    spoken = normalize_text(text)
-    assert spoken in readings or canonical(spoken) in accepted(readings)
-
-
 def test_the_battery_is_big_enough_and_its_readings_are_written_out():
-    total = len(ENGLISH) + len(KEPT) + len(FIXED) + len(MISSES)
+    total = len(ENGLISH) + len(KEPT) + len(FIXED)
     assert total >= 150
     assert all(readings and not re.search(r"\d", "".join(readings)) for _, _, readings in ENGLISH)
