@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from polyvox.alignment.aligners import Span
 from polyvox.alignment.aligners.ctc_viterbi import forced_align
 from polyvox.alignment.aligners.estimate import EstimateAligner, fill_gaps
+from polyvox.alignment.aligners.span import Span
 from polyvox.audio.resample import resample_clip
 from polyvox.runtime.startup import StartupError
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from polyvox.alignment.aligners import Span
+from polyvox.alignment.aligners.span import Span
 
 FRAME_S = 0.02
 # A frame is silent below this fraction of the loud frames' level (their 90th percentile RMS): -30 dB

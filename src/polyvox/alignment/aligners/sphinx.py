@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from polyvox.alignment.aligners import Span
 from polyvox.alignment.aligners.estimate import EstimateAligner, fill_gaps
+from polyvox.alignment.aligners.span import Span
 from polyvox.audio.resample import resample_clip
 from polyvox.runtime.startup import StartupError
 
