@@ -293,3 +293,16 @@ def test_past_five_contexts_the_oldest_closed_one_makes_room(served):
             pass
         assert message["error"] == "context_closed" and message["contextId"] == "c2", message
     _wait_until(lambda: not backend.generating, "the engine still generates for a closed socket")
+
+
+def test_a_socket_whose_key_does_not_come_is_closed(tmp_path):
+    settings = Settings(admin_api_keys=[ADMIN], voices_dir=tmp_path, request_read_timeout_s=0.5)
+    with (
+        running_server(create_app(settings, FakeBackend())) as url,
+        _socket(url.replace("http://", "ws://"), None, "stream-input") as ws,
+    ):
+        refusal = _receive(ws)  # nothing sent: the key never comes
+        assert refusal["code"] == 401, refusal
+        with pytest.raises(ConnectionClosed):
+            ws.recv(timeout=60)
+        assert ws.close_code == 1008

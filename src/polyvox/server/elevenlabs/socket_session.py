@@ -36,6 +36,7 @@ from polyvox.voices.errors import VoiceError
 
 log = logging.getLogger(__name__)
 
+_KEY_LATE = APIError(401, "send the key (`xi_api_key`) in the first message", code="invalid_api_key")
 MAX_CONTEXTS = 5  # open at once on one socket, as ElevenLabs allows
 POLICY_VIOLATION = 1008
 
@@ -65,7 +66,11 @@ class ElevenLabsSocket:
         await self.websocket.accept()
         try:
             while True:
-                message = await self.websocket.receive()
+                message = await self._receive()
+                if message is None:  # a socket without a key that did not bring one in time
+                    await self._error(_KEY_LATE, None)
+                    await self._close(POLICY_VIOLATION)
+                    return
                 if message["type"] == "websocket.disconnect":
                     return
                 try:
@@ -85,6 +90,17 @@ class ElevenLabsSocket:
                 await context.cancel()
             self.contexts.clear()
             await app_state(self.websocket.app).tenancy.close_stream(self.lease)
+
+    async def _receive(self) -> Mapping[str, Any] | None:
+        """The next message; None when the key is still to come and `request_read_timeout_s` passed
+        without it (a keyless socket holds nothing for long)."""
+        if caller_of(self.websocket) is not KEY_TO_COME:
+            return await self.websocket.receive()
+        try:
+            async with asyncio.timeout(self.service.settings.request_read_timeout_s):
+                return await self.websocket.receive()
+        except TimeoutError:
+            return None
 
     # ------------------------------------------------------------------ client messages
 
