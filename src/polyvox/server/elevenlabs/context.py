@@ -16,6 +16,7 @@ from starlette.requests import HTTPConnection
 
 from polyvox.server.elevenlabs.alignment import CharacterTimes, character_times
 from polyvox.server.elevenlabs.output_format import UlawEncoder
+from polyvox.server.elevenlabs.words import answer_words
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.websocket.segments import DONE, Failure, Segment, produce
@@ -143,11 +144,11 @@ class Context:
 
     def _alignment(self, segment: Segment, seconds: float) -> CharacterTimes | None:
         """The sentence's characters timed from its first sample (None: its words are not known)."""
-        timeline = getattr(segment.job, "timeline", None)
-        if timeline is None:
+        words = answer_words(segment.job)
+        if words is None:
             return None
         text = segment.text + " "  # the space before the next sentence: a client's last word ends there
-        return character_times(text, timeline.words, seconds)
+        return character_times(text, words, seconds)
 
     def _message(self, **fields: Any) -> dict[str, Any]:
         if self.id is not None:

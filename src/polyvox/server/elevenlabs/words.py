@@ -5,26 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from polyvox.alignment.timeline import PieceTiming
 from polyvox.alignment.words import WordTiming
-from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.job import SpeechJob
 
 
 def wants_words() -> dict[str, Any]:
     """The request fields that ask the speech service for word timings."""
-    if "timestamp_granularities" not in SpeechRequest.model_fields:
-        return {}
     return {"timestamp_granularities": ["word"]}
 
 
-def answer_words(job: SpeechJob) -> list[WordTiming] | None:
+def answer_words(job: SpeechJob | None) -> list[WordTiming] | None:
     """Every word of the answer known so far, on its clock (None: no timings for this answer)."""
-    timeline = getattr(job, "timeline", None)
+    timeline = job.timeline if job is not None else None
     return None if timeline is None else timeline.words
-
-
-def new_pieces(job: SpeechJob) -> list[PieceTiming]:
-    """The pieces timed since the last call (one reader per job)."""
-    timeline = getattr(job, "timeline", None)
-    return [] if timeline is None else timeline.take()
