@@ -36,3 +36,10 @@ def test_a_word_after_a_pause_starts_at_its_first_sound() -> None:
 def test_a_word_with_no_sound_is_zero_long_where_the_one_before_ends() -> None:
     timed = [("^", 5), ("ʌ", 10), ("v", 5), (" ", 4), ("ɐ", 10), ("$", 3)]
     assert spans(timed, "of — a") == [(0.05, 0.20, False), (0.20, 0.20, True), (0.20, 0.34, False)]
+
+
+def test_a_word_spoken_otherwise_in_the_sentence_takes_the_unclaimed_sounds_between_its_neighbours() -> None:
+    # "of a cat." where espeak reads "a" as ə in the sentence but ɐ alone: nothing of it matches
+    timed = [("^", 5), ("ʌ", 10), ("v", 5), (" ", 4), ("ə", 6), (" ", 4), ("k", 6), ("ˈ", 2), ("æ", 10),
+             ("t", 5), (".", 8), ("$", 3)]  # fmt: skip
+    assert spans(timed, "of a cat.") == [(0.05, 0.20, False), (0.20, 0.30, False), (0.30, 0.57, False)]

@@ -11,8 +11,10 @@ the matched word it runs on from without a pause. Stress marks belong to their w
 without a pause (espeak's word separator, which piper gives a few frames) belongs to the word after it:
 the model makes the transition into that word there (measured: starts then agree with an independent
 alignment within about 20 ms, against about 65 ms late when the gap was left out). A word none of
-whose phonemes was matched (a lone symbol) gets no time of its own: zero long where the word before
-it ends, marked approximate.
+whose phonemes matched (espeak reads "a" as `ə` in a sentence, `ɐ` alone) takes the phonemes no word
+claimed between its matched neighbours (several such words share them out, marked approximate); a
+word with no sound at all (a lone symbol) gets no time of its own: zero long where the word before it
+ends, marked approximate.
 """
 
 from __future__ import annotations
@@ -59,11 +61,13 @@ def word_spans(
         position += samples
     owner: list[int] = []  # the word each phoneme of the words phonemised one by one belongs to
     spoken: list[str] = []
+    sounded = [False] * len(words)  # the word has a sound of its own (a lone symbol has none)
     for index, word in enumerate(words):
         for phoneme in phonemize(word):
             if is_sound(phoneme):
                 spoken.append(phoneme)
                 owner.append(index)
+                sounded[index] = True
     first: list[int | None] = [None] * len(words)
     last: list[int | None] = [None] * len(words)
     matcher = difflib.SequenceMatcher(None, spoken, sounds, autojunk=False)
@@ -73,6 +77,7 @@ def word_spans(
             if first[which] is None:
                 first[which] = at
             last[which] = at
+    shared = _fill_unmatched(first, last, sounded, len(sounds))
     _widen(first, last, starts, ends)
     spans: list[Span] = []
     previous_end = 0
@@ -83,9 +88,42 @@ def word_spans(
             continue
         start = max(onsets[begin], previous_end)
         end = max(ends[finish], start)
-        spans.append(Span(start / sample_rate, end / sample_rate, False))
+        spans.append(Span(start / sample_rate, end / sample_rate, index in shared))
         previous_end = end
     return spans
+
+
+def _fill_unmatched(
+    first: list[int | None], last: list[int | None], sounded: list[bool], count: int
+) -> set[int]:
+    """Give the words none of whose phonemes matched (espeak spoke "a" as `ə` in the sentence, `ɐ` alone)
+    the sentence phonemes no word claimed between their matched neighbours, in order: one such word takes
+    them all; several share them out, and are returned (their times are approximate)."""
+    shared: set[int] = set()
+    previous_last, index = -1, 0
+    while index < len(first):
+        if first[index] is not None:
+            previous_last = last[index] if last[index] is not None else previous_last
+            index += 1
+            continue
+        after = index
+        while after < len(first) and first[after] is None:
+            after += 1
+        following = first[after] if after < len(first) else count
+        assert following is not None
+        free = list(range(previous_last + 1, following))
+        waiting = [word for word in range(index, after) if sounded[word]]
+        if free and waiting:
+            for position, word in enumerate(waiting):
+                share = free[
+                    position * len(free) // len(waiting) : (position + 1) * len(free) // len(waiting)
+                ]
+                if share:
+                    first[word], last[word] = share[0], share[-1]
+                    if len(waiting) > 1:
+                        shared.add(word)
+        index = after
+    return shared
 
 
 def _widen(first: list[int | None], last: list[int | None], starts: list[int], ends: list[int]) -> None:
