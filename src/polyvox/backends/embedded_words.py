@@ -102,8 +102,8 @@ def _fill_unmatched(
     shared: set[int] = set()
     previous_last, index = -1, 0
     while index < len(first):
-        if first[index] is not None:
-            previous_last = last[index] if last[index] is not None else previous_last
+        if (matched_last := last[index]) is not None:
+            previous_last = matched_last
             index += 1
             continue
         after = index
