@@ -1,5 +1,6 @@
 """The OpenAI speech protocol as pydantic models: the request of `POST /v1/audio/speech` (with
-polyvox's extension fields), the SSE events, and the list shapes of /v1/models and the voice routes."""
+polyvox's extension fields), the SSE events, the answer with word timestamps, and the list shapes of
+/v1/models and the voice routes."""
 
 from __future__ import annotations
 
@@ -85,6 +86,9 @@ class SpeechRequest(BaseModel):
     As OpenAI does, the answer streams by default: the encoded file as it is produced (`stream_format`
     absent or `audio`), or `speech.audio.delta` events carrying it in base64 (`sse`). `stream: false`
     (a polyvox extension) asks for one complete file with its `Content-Length` instead.
+    `timestamp_granularities` (a polyvox extension, named as in OpenAI's transcriptions) adds word
+    timestamps: `speech.audio.timestamps` events in SSE, otherwise one JSON answer
+    (`SpeechWithTimestamps`); `response_format` `srt` or `vtt` answers them as subtitles.
 
     Numbers are numbers: a JSON body gives them as JSON numbers (an integer where a float is asked is
     fine), never `true` or `"1.5"`; a form's fields are all text, parsed as numbers when the form is
