@@ -2,7 +2,7 @@
 `sync_alignment`) pointed at polyvox: with the embedded voice, audio frames arrive that a recogniser
 hears as the text, and the word timings it builds from the alignment are in order, inside the audio and
 on speech; against the fake engine, an interrupted stream stops while another on the same socket goes
-on to its end, and closing the plugin lets go of the engine work."""
+on to its end, and closing the plugin lets go of the engine work; `synthesize` (HTTP) speaks too."""
 
 from __future__ import annotations
 
@@ -121,3 +121,18 @@ def test_the_plugins_default_encoding_decodes(embedded_url, encoding):
 
     samples = asyncio.run(run())
     assert 0.3 < samples / 22050 < 3
+
+
+def test_synthesize_speaks_a_whole_text_over_http(embedded_url):
+    async def run() -> np.ndarray:
+        async with aiohttp.ClientSession() as http:
+            tts = _tts(embedded_url, http, VOICE, 24000)
+            frames = [event.frame async for event in tts.synthesize(TEXT)]
+            await tts.aclose()
+        return (
+            np.concatenate([np.frombuffer(f.data, dtype=np.int16) for f in frames]).astype(np.float32) / 32768
+        )
+
+    audio = asyncio.run(run())
+    assert len(TEXT) / 30 < audio.size / 24000 < len(TEXT) / 5
+    assert word_error_rate(HEARD, transcribe(audio, 24000)) <= 0.25
