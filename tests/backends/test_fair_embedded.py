@@ -48,12 +48,12 @@ class Recording(EmbeddedBackend):
         self.gate_entered = threading.Event()
         self.release = threading.Event()
 
-    def _synthesize(self, voice, sentence: str, config) -> np.ndarray:
+    def _synthesize(self, voice, sentence: str, config, spans=None) -> np.ndarray:
         self.started.append(sentence)
         if sentence == GATE:
             self.gate_entered.set()
             self.release.wait(timeout=60)
-        return super()._synthesize(voice, sentence, config)
+        return super()._synthesize(voice, sentence, config, spans)
 
     def spoken(self) -> list[tuple[str, int]]:
         return [who(sentence) for sentence in self.started if sentence != GATE]
