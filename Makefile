@@ -69,9 +69,10 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest -q
 
 # The daily loop: the tests of kind `unit` and `server` (no subprocess, no browser; the kinds: markers in
-# pyproject.toml); `make test` runs every kind.
+# pyproject.toml), side by side on the machine's cores (pytest-xdist; a test file stays in one worker, so
+# its module-scoped servers start once); `make test` runs every kind.
 test-fast: $(VENV)/.installed-test
-	$(PY) -m pytest -q -m "unit or server"
+	$(PY) -m pytest -q -m "unit or server" -n auto --dist loadfile
 
 # The type checker over src/ (its settings: [tool.mypy] in pyproject.toml); `make test` runs it too.
 typecheck: $(VENV)/.installed-test
