@@ -133,9 +133,15 @@ class AudioStore(Protocol):
 
 def _drop_format_1(directory: Path) -> None:
     """Format 1's entries hold no word timings, and their keys (which name the format) are never asked
-    for again: removed, rather than left to age out of the size cap."""
+    for again: removed, rather than left to age out of the size cap. Each entry's header names its own
+    format, so one already of the current format (a directory whose `format.json` was lost) is kept."""
+    prefix = struct.Struct("<8sI")
     for path in directory.glob(f"*{_SUFFIX}"):
         with contextlib.suppress(OSError):
+            with open(path, "rb") as f:
+                head = f.read(prefix.size)
+            if len(head) == prefix.size and prefix.unpack(head) == (_MAGIC, CACHE_FORMAT):
+                continue
             path.unlink()
 
 
