@@ -379,14 +379,18 @@ class VoiceRegistry:
         return report
 
     def _broke(self, stamp: FileStamp, message: str) -> None:
-        """Log once that `voices.json` (as `stamp` shows it) cannot be read: not again until it changes."""
-        if self._broken != (stamp, message):
+        """Log that `voices.json` (as `stamp` shows it) cannot be read: an error as it breaks, a warning
+        each time the reason changes while it stays broken (a file caught half written, then wholly
+        written but still wrong, is one incident), nothing while it stays as it is."""
+        if self._broken is None:
             log.error(
                 "voices: %s; serving the %d registered voice(s) read before until it is fixed "
                 "(GET /ready says so meanwhile)",
                 message,
                 len(self._voices),
             )
+        elif self._broken[1] != message:
+            log.warning("voices: still cannot be read: %s", message)
         self._broken = (stamp, message)
 
     def _reference(self, data: bytes, entry: VoiceEntry) -> ReferenceAudio:
