@@ -42,8 +42,9 @@ def test_an_immediate_close_stops_the_engine_within_a_step_and_the_other_context
             message = _receive(ws)
             audio[message["contextId"]] += len(base64.b64decode(message.get("audio") or ""))
         ws.send(json.dumps({"context_id": "a", "close_context": True, "immediate": True}))
+        # b may end before or after a's close is acted on (b is short): wait for both contexts' isFinal
         finals = []
-        while "b" not in finals:
+        while not {"a", "b"} <= set(finals):
             message = _receive(ws)
             if message.get("isFinal"):
                 finals.append(message["contextId"])
@@ -51,7 +52,6 @@ def test_an_immediate_close_stops_the_engine_within_a_step_and_the_other_context
                 audio["b"] += len(base64.b64decode(message.get("audio") or ""))
             else:
                 assert "a" not in finals, "audio of a context after its isFinal"
-        assert "a" in finals
         poll_until(lambda: stats().running == 0 and stats().waiting == 0, "the closed context leaves")
         assert stats().kv_blocks_used == 0
     assert stats().patches - before < 300 // 2, "the long sentence stopped early"
