@@ -9,6 +9,7 @@ import asyncio
 
 import aiohttp
 import numpy as np
+import pytest
 from pipecat.frames.frames import (
     EndFrame,
     Frame,
@@ -25,6 +26,18 @@ from pipecat.workers.runner import WorkerRunner
 
 from agents.conftest import VOICE
 from helpers.asr import transcribe, word_error_rate
+
+# Importing pipecat replaces asyncio.wait_for with wait_for2's for the whole process on Python < 3.12,
+# which changes how a cancelled wait ends for every test after it (collection imports this module
+# before any test runs): the standard one (still asyncio.tasks') is put back here, and pipecat's is
+# used only during these tests.
+_PIPECAT_WAIT_FOR, asyncio.wait_for = asyncio.wait_for, asyncio.tasks.wait_for
+
+
+@pytest.fixture(autouse=True)
+def _pipecat_wait_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(asyncio, "wait_for", _PIPECAT_WAIT_FOR)
+
 
 TEXT = "The garden gate was open. Two cats sat on the warm stone wall."
 HEARD = "the garden gate was open two cats sat on the warm stone wall"
