@@ -73,7 +73,7 @@ def _warn_if_open(settings: Settings, keyless: bool) -> None:
 
 def _serve_many(settings: Settings) -> int:
     """`api_server_count` > 1: the launcher, its engine ranks and its API server processes."""
-    from polyvox.server.auth import KeyRing
+    from polyvox.server.key_ring import KeyRing
     from polyvox.server.multi_api.launcher import serve_many
     from polyvox.server.tenancy.key_store import named_keys_exist
 

@@ -21,12 +21,13 @@ from polyvox.server import catalog, openapi_errors, tracing, ui
 from polyvox.server.admin import keys as admin_keys
 from polyvox.server.admin import lexicon, lora
 from polyvox.server.app_state import AppState, app_state
-from polyvox.server.auth import AuthMiddleware, KeyRing
+from polyvox.server.auth import AuthMiddleware
 from polyvox.server.batching_metrics import BatchingStatsCollector
 from polyvox.server.body_deadline import BodyDeadlineMiddleware
 from polyvox.server.build_info import BuildInfoCollector
 from polyvox.server.elevenlabs import routes as elevenlabs_routes
 from polyvox.server.errors import install_error_handlers
+from polyvox.server.key_ring import KeyRing
 from polyvox.server.lifecycle import fresh_reads, health, state_url
 from polyvox.server.lifecycle.draining import DrainingServer, Lifecycle
 from polyvox.server.lifecycle.idle_unload import cold_start_for, watch_idle

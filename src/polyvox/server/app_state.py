@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from polyvox.backends.base import Backend
-    from polyvox.server.auth import KeyRing
+    from polyvox.server.key_ring import KeyRing
     from polyvox.server.lifecycle.draining import Lifecycle
     from polyvox.server.lifecycle.idle_unload import ColdStart
     from polyvox.server.lifecycle.supervisor import BackendSupervisor

@@ -23,22 +23,18 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
 
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError, error_response
+from polyvox.server.key_ring import key_digest
 from polyvox.server.tenancy.caller import ANONYMOUS, PUBLIC, SETTINGS_KEY_NAME, Caller, remember
 from polyvox.server.tenancy.key_table import FRESH_S
 from polyvox.server.tenancy.keys import Scope as KeyScope
-from polyvox.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -63,51 +59,6 @@ KEY_IN_FIRST_MESSAGE = ("/stream-input", "/multi-stream-input")
 # A socket handshake that brings no key where the key may come in its first message: it may do nothing
 # until `authorize_key` has checked that key.
 KEY_TO_COME = Caller("(key in the first message)", admin=False)
-
-
-def _digest(key: str) -> bytes:
-    return hashlib.sha256(key.encode()).digest()
-
-
-def read_key_file(path: Path) -> list[str]:
-    """Keys from a file: one per line, blank lines and `#` comments ignored."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
-
-
-@dataclass(frozen=True)
-class KeyRing:
-    """SHA-256 digests of the accepted keys (compared in constant time, never kept in the clear)."""
-
-    keys: tuple[bytes, ...]
-    admin_keys: tuple[bytes, ...]
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> KeyRing:
-        keys = list(settings.api_keys)
-        if settings.api_key:
-            keys.append(settings.api_key)
-        if settings.api_keys_file is not None:
-            keys += read_key_file(settings.api_keys_file)
-        admin = [key for key in settings.admin_api_keys if key]
-        return cls(tuple(_digest(k) for k in keys if k), tuple(_digest(k) for k in admin))
-
-    @property
-    def open(self) -> bool:
-        return not self.keys and not self.admin_keys
-
-    def is_admin(self, digest: bytes) -> bool:
-        return _member(digest, self.admin_keys)
-
-    def is_valid(self, digest: bytes) -> bool:
-        return _member(digest, self.keys) or self.is_admin(digest)
-
-
-def _member(digest: bytes, digests: tuple[bytes, ...]) -> bool:
-    found = False
-    for candidate in digests:
-        found |= hmac.compare_digest(digest, candidate)
-    return found
 
 
 def needs_admin(method: str, path: str) -> bool:
@@ -208,7 +159,7 @@ async def _authorize(request: HTTPConnection, token: str | None, *, defer: bool)
     state = app_state(request.app)
     method = request.scope.get("method", "GET")  # a WebSocket handshake has none
     ring, table = state.keyring, state.tenancy.keys
-    digest = _digest(token) if token is not None else None
+    digest = key_digest(token) if token is not None else None
     if digest is not None and ring.is_valid(digest):
         if needs_admin(method, path) and ring.admin_keys and not ring.is_admin(digest):
             raise APIError(403, f"{method} {path} needs an admin API key", code="admin_key_required")
