@@ -8,6 +8,15 @@ answers the same words. A cache
 that cannot write (read-only or full disk) stops storing and says so in the log; it never fails a
 request. Several processes may share one directory: writes are atomic renames, and an entry another
 process evicted is simply a miss.
+
+Why not `diskcache`, which does most of this: its index is an SQLite database in the directory, and
+the directory here is shared by every server that mounts it (`cache_dir` on a volume several replicas
+or API processes write), where SQLite's locking is only as good as the file system's (its docs warn
+against network file systems, and the WAL journal diskcache uses needs memory shared on one host).
+Here each entry is one file whose header carries its format: what is shared is the file system's own
+atomic rename, any process's index is rebuilt from a directory listing, and an upgrade migrates entry
+by entry (`CACHE_DIR_FORMAT`). Replicas on separate machines share the cache through Redis instead
+(`state/audio_cache.py`).
 """
 
 from __future__ import annotations
