@@ -17,7 +17,7 @@ from polyvox import __version__
 from polyvox.backends.base import Backend
 from polyvox.cache import describe_cache
 from polyvox.runtime.startup import stage
-from polyvox.server import catalog, openapi_errors, tracing, ui
+from polyvox.server import catalog, health, openapi_errors, tracing, ui
 from polyvox.server.admin import keys as admin_keys
 from polyvox.server.admin import lexicon, lora
 from polyvox.server.app_state import AppState, app_state
@@ -28,7 +28,6 @@ from polyvox.server.build_info import BuildInfoCollector
 from polyvox.server.elevenlabs import routes as elevenlabs_routes
 from polyvox.server.errors import install_error_handlers
 from polyvox.server.key_ring import KeyRing
-from polyvox.server.lifecycle import fresh_reads, health, state_url
 from polyvox.server.lifecycle.draining import DrainingServer, Lifecycle
 from polyvox.server.lifecycle.idle_unload import cold_start_for, watch_idle
 from polyvox.server.lifecycle.supervisor import BackendSupervisor
@@ -36,6 +35,7 @@ from polyvox.server.lifecycle.warmup import warm_up
 from polyvox.server.metrics import MetricsMiddleware
 from polyvox.server.path_slashes import MergeSlashesMiddleware
 from polyvox.server.request_id import RequestIdMiddleware
+from polyvox.server.shared_state import fresh_reads, state_url
 from polyvox.server.speech import route as speech_route
 from polyvox.server.speech.caching import open_store
 from polyvox.server.speech.streaming import quiet_cut_streams

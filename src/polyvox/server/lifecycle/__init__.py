@@ -1,1 +1,1 @@
-"""The server's life: draining on SIGTERM, back-end supervision, health, readiness and shared state."""
+"""The server's life: draining on SIGTERM, back-end supervision, loading on demand and the warm-up."""

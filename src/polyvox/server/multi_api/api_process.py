@@ -146,7 +146,7 @@ class Seated:
 
     async def _report_started(self) -> None:
         from polyvox.server.app_state import app_state
-        from polyvox.server.lifecycle.health import not_started
+        from polyvox.server.health import not_started
 
         state = app_state(self.app)
         while not_started(state, state.backend) is not None:

@@ -15,8 +15,8 @@ from wyoming.tts import SynthesizeVoice
 
 from polyvox.audio import formats
 from polyvox.server.errors import APIError
-from polyvox.server.lifecycle.fresh_reads import SharedCopy
 from polyvox.server.protocol import SpeechRequest, first_lone_surrogate
+from polyvox.server.shared_state.fresh_reads import SharedCopy
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.caller import Caller
 from polyvox.server.tenancy.limits import STREAM_RENEW_S, StreamLease

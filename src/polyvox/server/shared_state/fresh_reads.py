@@ -23,7 +23,7 @@ from typing import Protocol
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from polyvox.server.lifecycle.state_url import GUARDED_PREFIXES, READ_METHODS
+from polyvox.server.shared_state.state_url import GUARDED_PREFIXES, READ_METHODS
 
 log = logging.getLogger(__name__)
 
