@@ -140,7 +140,7 @@ class AudioStore(Protocol):
     ) -> bool: ...
 
 
-def _drop_format_1(directory: Path) -> None:
+def _drop_entries_of_another_format(directory: Path) -> None:
     """Format 1's entries hold no word timings, and their keys (which name the format) are never asked
     for again: removed, rather than left to age out of the size cap. Each entry's header names its own
     format, so one already of the current format (a directory whose `format.json` was lost) is kept."""
@@ -156,7 +156,7 @@ def _drop_format_1(directory: Path) -> None:
 
 # The directory's format is its entries' (each `<key>.pcm` names CACHE_FORMAT in its header; one of
 # another format is a miss, and removed).
-CACHE_DIR_FORMAT = DirectoryFormat("cache_dir", CACHE_FORMAT, {1: _drop_format_1})
+CACHE_DIR_FORMAT = DirectoryFormat("cache_dir", CACHE_FORMAT, {1: _drop_entries_of_another_format})
 
 
 class AudioCache:
