@@ -23,7 +23,7 @@ from typing import Protocol
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from polyvox.server.shared_state.state_url import GUARDED_PREFIXES, READ_METHODS
+from polyvox.server.shared_state.state_url import GUARDED_PREFIXES, changes_shared_state
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +60,7 @@ class FreshReads:
             await self.app(scope, receive, send)
             return
         await self._catch_up()
-        if (
-            scope["type"] != "http"
-            or scope["method"] in READ_METHODS
-            or not scope["path"].startswith(GUARDED_PREFIXES)
-        ):
+        if not changes_shared_state(scope):
             await self.app(scope, receive, send)
             return
 

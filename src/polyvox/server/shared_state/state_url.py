@@ -93,6 +93,15 @@ async def stop(shared: ReplicaSync | None) -> None:
         await shared.connection.aclose()
 
 
+def changes_shared_state(scope: Scope) -> bool:
+    """Whether the request may change what servers share: an HTTP write under `GUARDED_PREFIXES`."""
+    return (
+        scope["type"] == "http"
+        and scope["method"] not in READ_METHODS
+        and scope["path"].startswith(GUARDED_PREFIXES)
+    )
+
+
 class StateGuard:
     """Refuses changes to shared state while Redis is unreachable."""
 
@@ -101,11 +110,7 @@ class StateGuard:
         self.shared = shared
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or scope["method"] in READ_METHODS
-            or not scope["path"].startswith(GUARDED_PREFIXES)
-        ):
+        if not changes_shared_state(scope):
             await self.app(scope, receive, send)
             return
         if not self.shared.connection.available:
