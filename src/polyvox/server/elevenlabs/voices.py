@@ -7,7 +7,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
-from polyvox.server.app_state import app_state
+from polyvox.backends.base import Backend
+from polyvox.server.deps import get_backend
 from polyvox.server.elevenlabs.http_routes import PREFIX
 from polyvox.server.tenancy.ownership import visible_voices
 from polyvox.server.voice_routes.voices import get_fresh_registry
@@ -18,9 +19,11 @@ router = APIRouter(prefix=PREFIX, tags=["elevenlabs"])
 
 @router.get("/v1/voices")
 async def list_voices(
-    request: Request, registry: VoiceRegistry = Depends(get_fresh_registry)
+    request: Request,
+    registry: VoiceRegistry = Depends(get_fresh_registry),
+    backend: Backend = Depends(get_backend),
 ) -> dict[str, Any]:
-    infos = registry.infos(app_state(request.app).backend)
+    infos = registry.infos(backend)
     shown = visible_voices(request, registry, [info.id for info in infos])
     voices: list[dict[str, Any]] = [
         {

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import contextlib
 
-from fastapi import APIRouter, WebSocket
+from fastapi import APIRouter, Depends, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
-from polyvox.server.app_state import app_state
+from polyvox.server.deps import get_service
+from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.websocket.session import SpeechSession
 
 router = APIRouter(tags=["speech"])
@@ -25,13 +26,13 @@ BROWSER_SUBPROTOCOL = "polyvox"
 
 
 @router.websocket("/v1/audio/speech/ws")
-async def speech_socket(websocket: WebSocket) -> None:
+async def speech_socket(websocket: WebSocket, service: SpeechService = Depends(get_service)) -> None:
     """Incremental text in, audio per sentence out (see docs/streaming.md). Auth as the HTTP routes, or
     from a browser: subprotocols `polyvox` and `polyvox.key.<base64url of the key>`."""
     offered = websocket.scope.get("subprotocols", ())
     # A browser that offered subprotocols (its key rides on one, see auth.websocket_key) needs one
     # chosen in the answer, or it drops the connection; the key's own is never echoed.
     chosen = BROWSER_SUBPROTOCOL if BROWSER_SUBPROTOCOL in offered else None
-    session = SpeechSession(websocket, app_state(websocket.app).service, subprotocol=chosen)
+    session = SpeechSession(websocket, service, subprotocol=chosen)
     with contextlib.suppress(WebSocketDisconnect):
         await session.run()
