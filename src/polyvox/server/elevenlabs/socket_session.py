@@ -18,7 +18,6 @@ from fastapi import WebSocket
 from starlette.websockets import WebSocketDisconnect
 
 from polyvox.backends.errors import BackendError, BackendInputError
-from polyvox.server.app_state import app_state
 from polyvox.server.auth import KEY_TO_COME, authorize_key
 from polyvox.server.catalog import check_model
 from polyvox.server.elevenlabs.context import Context
@@ -31,6 +30,7 @@ from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.limits import StreamLease
 from polyvox.server.tenancy.ownership import check_speakable
+from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.websocket.protocol import as_api_error
 from polyvox.voices.errors import VoiceError
 
@@ -52,9 +52,18 @@ class SocketOptions:
 
 
 class ElevenLabsSocket:
-    def __init__(self, websocket: WebSocket, service: SpeechService, options: SocketOptions, *, multi: bool):
+    def __init__(
+        self,
+        websocket: WebSocket,
+        service: SpeechService,
+        tenancy: Tenancy,
+        options: SocketOptions,
+        *,
+        multi: bool,
+    ):
         self.websocket = websocket
         self.service = service
+        self.tenancy = tenancy
         self.options = options
         self.multi = multi
         self.contexts: dict[str | None, Context] = {}
@@ -89,7 +98,7 @@ class ElevenLabsSocket:
             for context in list(self.contexts.values()):
                 await context.cancel()
             self.contexts.clear()
-            await app_state(self.websocket.app).tenancy.close_stream(self.lease)
+            await self.tenancy.close_stream(self.lease)
 
     async def _receive(self) -> Mapping[str, Any] | None:
         """The next message; None when the key is still to come and `request_read_timeout_s` passed
@@ -112,7 +121,7 @@ class ElevenLabsSocket:
             except APIError as exc:
                 raise KeyRefused(exc) from exc
         if self.lease is None:  # the key's `max_streams`: this socket is one stream
-            self.lease = await app_state(self.websocket.app).tenancy.open_stream(caller_of(self.websocket))
+            self.lease = await self.tenancy.open_stream(caller_of(self.websocket))
         if data.get("close_socket") is True:
             await self._close_socket()
             return
