@@ -31,11 +31,11 @@ from pathlib import Path
 import numpy as np
 
 from polyvox.backends.base import ReferenceAudio, SynthesisRequest
-from polyvox.batching.config import BatchingConfig
-from polyvox.engine_core.data_parallel import DataParallelEngine
-from polyvox.engine_core.model_spec import ModelSpec
-from polyvox.engine_core.options import WorkerOptions
-from polyvox.engine_core.router import AFFINITY_MARGIN, AFFINITY_MIN_SLACK
+from polyvox.core.config import BatchingConfig
+from polyvox.engine.data_parallel import DataParallelEngine
+from polyvox.engine.model_spec import ModelSpec
+from polyvox.engine.options import WorkerOptions
+from polyvox.engine.router import AFFINITY_MARGIN, AFFINITY_MIN_SLACK
 
 CLIP_RATE = 16000
 TRANSCRIPT = "This is how my voice sounds when I read a sentence aloud."

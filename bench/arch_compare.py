@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cpu_compare  # noqa: E402
 import engine_bench  # noqa: E402
 
-from polyvox.batching.config import BatchingConfig  # noqa: E402
-from polyvox.batching.core import BatchingCore  # noqa: E402
+from polyvox.core.config import BatchingConfig  # noqa: E402
+from polyvox.core.core import EngineCore  # noqa: E402
 from polyvox.models.architectures import ARCHS  # noqa: E402
 from polyvox.models.model_source import checkpoint_source  # noqa: E402
 from polyvox.models.random_checkpoint import write_random_checkpoint  # noqa: E402
@@ -75,7 +75,7 @@ def bench_arch(arch: str, size: str, directory: Path, args: argparse.Namespace) 
     write_random_checkpoint(directory, size=size, seed=0, arch=arch)
     model = checkpoint_source(directory, device="cpu", dtype="float32").load()
     patch_s = model.patch_samples / model.sample_rate
-    core = BatchingCore(
+    core = EngineCore(
         model.lm,
         model.vae,
         model.config,

@@ -27,8 +27,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import engine_bench  # noqa: E402
 
-from polyvox.batching.config import BatchingConfig  # noqa: E402
-from polyvox.batching.core import BatchingCore  # noqa: E402
+from polyvox.core.config import BatchingConfig  # noqa: E402
+from polyvox.core.core import EngineCore  # noqa: E402
 from polyvox.models.random_checkpoint import write_random_checkpoint  # noqa: E402
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2  # noqa: E402
 
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
         for compiled in (False, True) if args.compile else (False,):
             name = "polyvox_compiled" if compiled else "polyvox"
             started = time.perf_counter()
-            core = BatchingCore(
+            core = EngineCore(
                 bundle.lm,
                 bundle.vae,
                 bundle.config,

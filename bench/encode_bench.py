@@ -43,7 +43,7 @@ from polyvox.audio.encode import StreamEncoder
 from polyvox.audio.formats import FORMATS
 from polyvox.audio.pipeline import OutputPipeline
 from polyvox.audio.resample import Resampler, resample_clip
-from polyvox.runtime.cores import usable_cores
+from polyvox.runtime.cpus import usable_cpus
 from polyvox.server.speech.encode_pool import EncodePool
 
 ENGINE_RATE = 48_000
@@ -254,7 +254,7 @@ def machine() -> dict:
     model = names[0] if names else platform.processor()
     return {
         "cpu": model,
-        "usable_cores": usable_cores(),
+        "usable_cpus": usable_cpus(),
         "load_average_1m": round(os.getloadavg()[0], 2),
         "python": platform.python_version(),
         "pyav": av.__version__,
@@ -267,7 +267,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--formats", default=",".join(FORMATS), help="response formats, comma-separated")
     parser.add_argument(
         "--threads",
-        default=str(usable_cores()),
+        default=str(usable_cpus()),
         help="pool sizes to try, comma-separated (the server's default is one per usable core)",
     )
     parser.add_argument("--streams", type=int, default=TARGET_STREAMS, help="streams encoding at once")

@@ -24,9 +24,9 @@ from datetime import UTC, datetime
 
 import torch
 
-from polyvox.batching.config import BatchingConfig
-from polyvox.batching.core import BatchingCore
-from polyvox.batching.sequence import SamplingParams, SequenceStatus
+from polyvox.core.config import BatchingConfig
+from polyvox.core.core import EngineCore
+from polyvox.core.sequence import SamplingParams, SequenceStatus
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
@@ -92,7 +92,7 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def run_burst(core: BatchingCore, prompts, patches: int, timesteps: int, device) -> dict:
+def run_burst(core: EngineCore, prompts, patches: int, timesteps: int, device) -> dict:
     sync(device)
     t0 = time.perf_counter()
     seqs = [
@@ -131,7 +131,7 @@ def run_burst(core: BatchingCore, prompts, patches: int, timesteps: int, device)
 
 
 def run_closed_loop(
-    core: BatchingCore, make, concurrency: int, total: int, patches: int, timesteps: int, device
+    core: EngineCore, make, concurrency: int, total: int, patches: int, timesteps: int, device
 ):
     """Requests keep arriving: `concurrency` are in flight and each one that finishes is replaced at
     once, until `total` have run. Lengths vary (half to all of `patches`), so arrivals land in
@@ -199,8 +199,8 @@ def check(device: torch.device) -> dict:
     def run(graphs: bool, batch: bool):
         ec = BatchingConfig(num_kv_blocks=1024, cuda_graphs=graphs, max_graph_batch=16)
         if batch:
-            return BatchingCore(lm, vae, config, ec, device, torch.float32).generate(prompts, params)
-        core = BatchingCore(lm, vae, config, ec, device, torch.float32)
+            return EngineCore(lm, vae, config, ec, device, torch.float32).generate(prompts, params)
+        core = EngineCore(lm, vae, config, ec, device, torch.float32)
         return [core.generate([p], [sp])[0] for p, sp in zip(prompts, params, strict=True)]
 
     def diff(a, b):
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> dict:
         compile=args.compile,
     )
     t = time.perf_counter()
-    core = BatchingCore(lm, vae, config, core_config, device, dtype)
+    core = EngineCore(lm, vae, config, core_config, device, dtype)
     results["kv_blocks"] = core.block_manager.num_blocks
     results["attention_backend"] = core.runner.attention_backend
     results["compiled"] = core.runner.compiled

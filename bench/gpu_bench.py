@@ -96,7 +96,7 @@ def _timed(obj, attr: str, key: str, timings: dict[str, float], sync) -> None:
 
 
 def _burst(core, prompts, patches: int) -> tuple[int, float]:
-    from polyvox.batching.sequence import SamplingParams, SequenceStatus
+    from polyvox.core.sequence import SamplingParams, SequenceStatus
 
     seqs = [
         core.add_request(p, SamplingParams(seed=i, min_len=patches, max_len=patches))
@@ -119,8 +119,8 @@ def profile_section() -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     import engine_bench
 
-    from polyvox.batching.config import BatchingConfig
-    from polyvox.batching.core import BatchingCore
+    from polyvox.core.config import BatchingConfig
+    from polyvox.core.core import EngineCore
 
     device = torch.device(DEVICE)
     size = SIZE
@@ -129,7 +129,7 @@ def profile_section() -> None:
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     result = {}
     for batch in [int(b) for b in os.environ.get("PROFILE_BATCHES", "1,64,256").split(",")]:
-        core = BatchingCore(
+        core = EngineCore(
             lm, vae, config, BatchingConfig(max_num_seqs=batch, max_graph_batch=batch), device, dtype
         )
         runner = core.runner

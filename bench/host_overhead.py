@@ -1,4 +1,4 @@
-"""Host overhead of an engine step: the real `BatchingCore` step loop (scheduler, block manager, block
+"""Host overhead of an engine step: the real `EngineCore` step loop (scheduler, block manager, block
 tables and slot mappings, the model runner's input tensors, output hand-off, and the outputs serialised
 and sent the way they cross a process boundary) with the model's compute — the LMs' forward, the LocDiT
 CFM solve, the stop head and the VAE decode — replaced by precomputed outputs. What is left is the
@@ -39,10 +39,10 @@ import torch
 import zmq
 
 from polyvox.backends.base import PromptCacheStats
-from polyvox.batching.config import BatchingConfig
-from polyvox.batching.core import BatchingCore, BatchingStats, StepOutput
-from polyvox.batching.sequence import SamplingParams
-from polyvox.engine_core.messages import Chunk, Outputs, encode
+from polyvox.core.config import BatchingConfig
+from polyvox.core.core import BatchingStats, EngineCore, StepOutput
+from polyvox.core.sequence import SamplingParams
+from polyvox.engine.messages import Chunk, Outputs, encode
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
@@ -73,14 +73,14 @@ class BytesOutputs(msgspec.Struct, frozen=True, tag="outputs"):
     prompts: PromptCacheStats
 
 
-# frame: engine_core.messages as the engine process sends them: chunks naming their row, and the
+# frame: engine.messages as the engine process sends them: chunks naming their row, and the
 #   step's audio array as a second, zero-copy frame [rows, samples];
 # chunks: each row's audio copied to bytes inside its chunk (the format before that);
 # views: the same built from memoryviews of the rows (msgpack copies them once).
 WIRES = ("chunks", "views", "frame")
 
 
-def step_frames(wire: str, outputs: list[StepOutput], core: BatchingCore) -> list[Any]:
+def step_frames(wire: str, outputs: list[StepOutput], core: EngineCore) -> list[Any]:
     """A step's outputs as the frames of one message to the API process."""
     stats, prompts = core.stats(), PromptCacheStats()
     if wire != "frame":
@@ -193,7 +193,7 @@ class PhaseClock:
 
 def build_core(
     max_seqs: int, prompt_len: int, steps: int, freeze: bool = False
-) -> tuple[BatchingCore, PrecomputedModel]:
+) -> tuple[EngineCore, PrecomputedModel]:
     """The engine over the stubbed model; `freeze`: then `gc.freeze()`, as the engine process does once
     its model is loaded."""
     config = VoxCPM2Config.tiny()
@@ -210,7 +210,7 @@ def build_core(
         cuda_graphs=False,
         enable_prefix_caching=True,
     )
-    core = BatchingCore(lm, vae, config, batching, torch.device("cpu"), torch.float32)
+    core = EngineCore(lm, vae, config, batching, torch.device("cpu"), torch.float32)
     model = PrecomputedModel(lm, vae, 2 * max_seqs + 8)
     # the decoder states' gather and scatter are device work inside the VAE decode's CUDA graph
     pool = core.runner.vae_pool
@@ -238,7 +238,7 @@ def make_prompt(config: VoxCPM2Config, i: int, length: int) -> Prompt:
 class Harness:
     """Drives `core.step()` and splits each step's host time into phases."""
 
-    def __init__(self, core: BatchingCore, model: PrecomputedModel, wire: Wire, kind: str, device_s: float):
+    def __init__(self, core: EngineCore, model: PrecomputedModel, wire: Wire, kind: str, device_s: float):
         self.core, self.model, self.wire, self.kind = core, model, wire, kind
         self.device_s = device_s
         self.schedule_clock, self.run_clock = PhaseClock(), PhaseClock()

@@ -25,16 +25,16 @@ from pathlib import Path
 import torch
 from engine_bench import PATCH_S, SIZES, build_model, make_prompt, sync
 
-from polyvox.batching.config import BatchingConfig
-from polyvox.batching.core import BatchingCore
-from polyvox.batching.sequence import SamplingParams, SequenceStatus
+from polyvox.core.config import BatchingConfig
+from polyvox.core.core import EngineCore
+from polyvox.core.sequence import SamplingParams, SequenceStatus
 from polyvox.models.lora.files import AdapterConfig
 from polyvox.models.lora.random_adapter import write_random_adapter
 
 SCENARIOS = {"none": [None], "one": ["a"], "mixed": ["a", "b", None]}
 
 
-def burst(core: BatchingCore, prompts, adapters: list[str | None], patches: int, timesteps: int, device):
+def burst(core: EngineCore, prompts, adapters: list[str | None], patches: int, timesteps: int, device):
     sync(device)
     t0 = time.perf_counter()
     seqs = [
@@ -95,7 +95,7 @@ def main() -> int:
             )
     results = []
     for concurrency in [int(c) for c in args.concurrency.split(",")]:
-        core = BatchingCore(lm, vae, config, BatchingConfig(max_num_seqs=max(concurrency, 1)), device, dtype)
+        core = EngineCore(lm, vae, config, BatchingConfig(max_num_seqs=max(concurrency, 1)), device, dtype)
         prompts = [make_prompt(config, i, 1) for i in range(concurrency)]
         burst(core, prompts[:2], SCENARIOS["mixed"], 2, args.timesteps, device)  # warm-up, graphs captured
         runs: dict[str, list[dict]] = {name: [] for name in SCENARIOS}

@@ -21,9 +21,9 @@ import torch
 from engine_bench import SIZES, config_for
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from polyvox.batching.config import BatchingConfig
-from polyvox.batching.core import BatchingCore
-from polyvox.batching.sequence import SamplingParams
+from polyvox.core.config import BatchingConfig
+from polyvox.core.core import EngineCore
+from polyvox.core.sequence import SamplingParams
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.voxcpm2.model import VoxCPM2LM
 from polyvox.models.voxcpm2.prompt import build_prompt
@@ -63,7 +63,7 @@ def count_step(batch: int, size: str, timesteps: int, dtype: torch.dtype) -> dic
     torch.manual_seed(0)
     lm = VoxCPM2LM(config).to(dtype).eval()
     vae = AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config)).eval()
-    core = BatchingCore(lm, vae, config, BatchingConfig(num_kv_blocks=64 * batch + 64), "cpu", dtype)
+    core = EngineCore(lm, vae, config, BatchingConfig(num_kv_blocks=64 * batch + 64), "cpu", dtype)
     runner = core.runner
     counter = OpCounter()
     for method, phase in PHASES.items():

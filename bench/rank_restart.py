@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 from served_bench import die_with_parent, free_port, stop_server, wait_ready  # noqa: E402
 
-from engine_core.processes import engine_pid_of_rank, freeze, kill9  # noqa: E402
-from engine_core.serving import Stream, rerouted, routed_per_rank  # noqa: E402
+from engine.processes import engine_pid_of_rank, freeze, kill9  # noqa: E402
+from engine.serving import Stream, rerouted, routed_per_rank  # noqa: E402
 from helpers.metrics import scrape  # noqa: E402
 
 

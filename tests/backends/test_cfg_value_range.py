@@ -26,7 +26,7 @@ def _accepts(check) -> bool:
 @pytest.fixture(scope="module")
 def voxcpm2():
     from polyvox.backends.voxcpm2 import VoxCPM2Backend
-    from polyvox.batching.config import BatchingConfig
+    from polyvox.core.config import BatchingConfig
     from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
     return VoxCPM2Backend(

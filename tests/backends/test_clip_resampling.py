@@ -13,7 +13,7 @@ from polyvox.backends.base import ReferenceAudio, SynthesisRequest
 @pytest.fixture(scope="module")
 def voxcpm2():
     from polyvox.backends.voxcpm2 import VoxCPM2Backend
-    from polyvox.batching.config import BatchingConfig
+    from polyvox.core.config import BatchingConfig
     from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
     model = VoxCPM2.random("tiny", device="cpu", dtype="float32")

@@ -87,7 +87,7 @@ def test_an_engine_that_never_started_is_not_restarted(serve) -> None:
 
 def test_voxcpm2_step_loop_that_gives_up_is_restarted_and_serves_again() -> None:
     from polyvox.backends.voxcpm2 import VoxCPM2Backend
-    from polyvox.batching.async_core import MAX_CONSECUTIVE_FAILURES
+    from polyvox.core.async_core import MAX_CONSECUTIVE_FAILURES
     from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
     backend = VoxCPM2Backend(VoxCPM2.random("tiny", device="cpu", dtype="float32"), max_patches=6)

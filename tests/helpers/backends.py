@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from polyvox.backends.base import AudioStream, Backend, PromptCacheStats, ReferenceAudio, SynthesisRequest
 
 if TYPE_CHECKING:
-    from polyvox.batching.core import BatchingStats
+    from polyvox.core.core import BatchingStats
 
 
 class BackendWrapper(Backend):

@@ -1,5 +1,5 @@
 """`LosingEngine`: the tone engine, whose first runs end with `AudioLost` after some of their audio, as
-when the engine process serving them dies part-way (the real deaths are in tests/engine_core/)."""
+when the engine process serving them dies part-way (the real deaths are in tests/engine/)."""
 
 from __future__ import annotations
 

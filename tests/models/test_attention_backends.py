@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from polyvox.batching.config import BatchingConfig
+from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.attention import (
     AttentionMetadata,
     _flash_attention,

@@ -16,7 +16,7 @@ import pytest
 
 from helpers.audio import decode
 from helpers.serve_process import free_port, polyvox_serve
-from polyvox.engine_core.model_spec import ModelSpec
+from polyvox.engine.model_spec import ModelSpec
 from polyvox.models.model_source import checkpoint_source
 from polyvox.models.random_checkpoint import write_random_checkpoint
 from polyvox.settings import Settings

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from helpers.clips import wav_bytes
-from polyvox.batching.config import BatchingConfig
-from polyvox.batching.core import BatchingCore
-from polyvox.batching.sequence import SamplingParams
+from polyvox.core.config import BatchingConfig
+from polyvox.core.core import EngineCore
+from polyvox.core.sequence import SamplingParams
 from polyvox.models.voxcpm1.loaded_model import VoxCPM1
 from polyvox.models.voxcpm2.generate import generate_latents
 
@@ -49,7 +49,7 @@ def test_a_mixed_batch_equals_batch_1_generation_and_whole_decoding(model):
         ),
     ]
     config = BatchingConfig(kv_block_size=4, num_kv_blocks=256, max_num_batched_tokens=24)
-    core = BatchingCore(model.lm, model.vae, model.config, config, torch.device("cpu"), torch.float32)
+    core = EngineCore(model.lm, model.vae, model.config, config, torch.device("cpu"), torch.float32)
     outputs = core.generate([p for p, _ in requests], [sp for _, sp in requests])
     assert core.stats().mean_batch_size > 1
     for (prompt, sp), (latents, audio) in zip(requests, outputs, strict=True):
@@ -79,7 +79,7 @@ def test_a_repeated_continuation_prompt_reuses_its_cached_kv_and_speaks_the_same
     )
     params = SamplingParams(seed=5, min_len=3, max_len=3)
     config = BatchingConfig(kv_block_size=4, num_kv_blocks=256)
-    core = BatchingCore(model.lm, model.vae, model.config, config, torch.device("cpu"), torch.float32)
+    core = EngineCore(model.lm, model.vae, model.config, config, torch.device("cpu"), torch.float32)
     (first,) = core.generate([prompt], [params])
     hits = core.stats().prefix_cache_hits
     (second,) = core.generate([prompt], [params])

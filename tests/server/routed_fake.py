@@ -18,7 +18,7 @@ import uvicorn
 from helpers.serve_process import free_port
 from polyvox.backends.base import AudioStream, EngineRank, SynthesisRequest
 from polyvox.backends.fake import FakeBackend
-from polyvox.engine_core.router import Router, voice_key
+from polyvox.engine.router import Router, voice_key
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 

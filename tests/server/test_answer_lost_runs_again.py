@@ -3,7 +3,7 @@ some of its audio had come back) before any of it reached the client is run agai
 the client, through the official openai client, gets the answer it would have had: a stream whose first
 chunk made no bytes yet (mp3 holds a short chunk back), and a whole file. One lost after its first
 bytes went out is cut, as documented. The real rank deaths, whole files and streams, are in
-tests/engine_core/test_whole_answer_resend.py and test_data_parallel_serving.py."""
+tests/engine/test_whole_answer_resend.py and test_data_parallel_serving.py."""
 
 from __future__ import annotations
 

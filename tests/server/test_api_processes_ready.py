@@ -14,7 +14,7 @@ import time
 
 import httpx
 
-from engine_core.processes import engine_pids
+from engine.processes import engine_pids
 from helpers.connection_owners import through
 from helpers.raw_http import speech_request, status_and_error
 from helpers.serve_process import free_port

@@ -19,7 +19,7 @@ from polyvox.audio import formats
 from polyvox.backends.base import SynthesisRequest
 from polyvox.backends.factory import with_text_frontend
 from polyvox.backends.voxcpm2 import VoxCPM2Backend
-from polyvox.batching.config import BatchingConfig
+from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.server.app import create_app
 from polyvox.settings import Settings

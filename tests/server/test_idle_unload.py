@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 import openai
 
-from engine_core.processes import engine_pids
+from engine.processes import engine_pids
 from helpers.audio import decode
 from helpers.clips import wav_bytes
 from helpers.metrics import scrape, value

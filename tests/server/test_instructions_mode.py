@@ -28,7 +28,7 @@ from helpers.server import running_server
 from polyvox.backends.base import SynthesisRequest
 from polyvox.backends.factory import with_text_frontend
 from polyvox.backends.voxcpm2 import VoxCPM2Backend
-from polyvox.batching.config import BatchingConfig
+from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.server.app import create_app
 from polyvox.settings import Settings

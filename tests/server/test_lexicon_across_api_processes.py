@@ -10,7 +10,7 @@ import json
 
 import httpx
 
-from engine_core.processes import engine_pids
+from engine.processes import engine_pids
 from helpers.connection_owners import through
 from helpers.serve_process import polyvox_serve
 

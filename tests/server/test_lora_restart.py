@@ -13,8 +13,8 @@ import httpx
 import numpy as np
 import openai
 
-from engine_core.processes import engine_pids
-from engine_core.serving import per_rank, wait_until
+from engine.processes import engine_pids
+from engine.serving import per_rank, wait_until
 from helpers.audio import decode
 from helpers.metrics import scrape
 from helpers.serve_process import polyvox_serve

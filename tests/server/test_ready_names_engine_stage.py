@@ -9,7 +9,7 @@ import threading
 import httpx
 
 from polyvox.backends.fake import FakeBackend
-from polyvox.engine_core.stats import EngineRank
+from polyvox.engine.stats import EngineRank
 
 STAGE = "load weights from /models/voxcpm2 to cuda:0"
 

@@ -16,7 +16,7 @@ import numpy as np
 import openai
 import pytest
 
-from engine_core.processes import engine_pids
+from engine.processes import engine_pids
 from helpers.audio import decode
 from helpers.clips import wav_bytes
 from helpers.connection_owners import through

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import openai
 
-from engine_core.serving import routed_per_rank
+from engine.serving import routed_per_rank
 from helpers.audio import decode
 from helpers.metrics import scrape, value
 from helpers.serve_process import polyvox_serve

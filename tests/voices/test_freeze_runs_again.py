@@ -1,6 +1,6 @@
 """A voice design's freeze whose engine process died under it after some of its audio had come back
 (`AudioLost`) runs again from its start and freezes the clip it would have made; lost twice, it fails.
-The real rank deaths are in tests/engine_core/test_whole_answer_resend.py; here a tone engine loses runs
+The real rank deaths are in tests/engine/test_whole_answer_resend.py; here a tone engine loses runs
 when told to (`LosingEngine`)."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import asyncio
 
 from polyvox.backends.base import SynthesisRequest
 from polyvox.backends.voxcpm2 import VoxCPM2Backend
-from polyvox.batching.config import BatchingConfig
+from polyvox.core.config import BatchingConfig
 from polyvox.settings import Settings
 from polyvox.voices import ClipLimits, clip_rate, load_clip
 from voices.clips import wav_clip

@@ -23,7 +23,7 @@ import numpy as np
 from polyvox.backends.errors import BackendInputError, EmptyInput
 
 # What an engine reports of itself is the engine's own data; the contract passes it on as it is.
-from polyvox.engine_core.stats import EngineRank, PromptCacheStats
+from polyvox.engine.stats import EngineRank, PromptCacheStats
 from polyvox.text.emotion import EMOTIONS, NEUTRAL_ONLY
 from polyvox.text.frontend import has_words
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from polyvox.alignment.aligners import Span
     from polyvox.alignment.timeline import Timeline
     from polyvox.backends.fair_queue import Listener
-    from polyvox.batching.stats import BatchingStats
+    from polyvox.core.stats import BatchingStats
     from polyvox.text.lexicon import Lexicon
 
 __all__ = [

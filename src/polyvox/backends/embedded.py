@@ -45,7 +45,7 @@ from polyvox.backends.embedded_voice import VOICE_NAME, VOICE_SHA256, VoiceFiles
 from polyvox.backends.embedded_words import word_spans
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.backends.fair_queue import FairQueue, Listener, Place
-from polyvox.runtime.cores import usable_cores
+from polyvox.runtime.cpus import usable_cpus
 from polyvox.settings import Settings
 from polyvox.text.script import Script, detect_scripts, foreign_letters
 from polyvox.text.split import split_sentences
@@ -109,7 +109,7 @@ class EmbeddedBackend(Backend):
         files: VoiceFiles | None = None,
         expected_sha256: str = VOICE_SHA256,
     ):
-        cores = usable_cores()
+        cores = usable_cpus()
         self.max_chars = max_chars
         self.workers = max_workers or cores
         self.threads_per_worker = max(1, cores // self.workers)

@@ -50,7 +50,7 @@ from polyvox.text.frontend import TextFrontend
 from polyvox.text.lexicon import Lexicon
 
 if TYPE_CHECKING:
-    from polyvox.batching.core import BatchingStats
+    from polyvox.core.core import BatchingStats
 
 _DONE = object()
 

@@ -3,8 +3,8 @@
 It checks requests (`validate`), says what the model is (`info`, known before the weights load) and
 hands requests to an `Engine`: the batching engine in a thread of this process (`InThreadEngine`), or
 in engine processes of their own, one per data-parallel rank (`DataParallelEngine`, `engine_process`).
-The engine side (prompts, reference encoding with its cache, sampling parameters, the batching core)
-is `engine_core.worker.EngineWorker`, the same in both. Chunks are 160 ms of 48 kHz audio.
+The engine side (prompts, reference encoding with its cache, sampling parameters, the engine core)
+is `engine.worker.EngineWorker`, the same in both. Chunks are 160 ms of 48 kHz audio.
 
 This is the engine's edge: a `SynthesisRequest` becomes an `EngineRequest` here (`engine_request`), and
 what the engine raises becomes the API side's errors (`api_errors`); the engine knows nothing of either.
@@ -35,18 +35,18 @@ from polyvox.backends.base import (
     SynthesisRequest,
 )
 from polyvox.backends.errors import AudioLost, BackendError, BackendInputError, BackendOverloaded
-from polyvox.batching.async_core import AsyncBatchingCore
-from polyvox.batching.config import BatchingConfig
-from polyvox.batching.errors import EngineError, EngineInputError, EngineOverloaded
-from polyvox.batching.stats import BatchingStats
-from polyvox.engine_core.adapters import AdapterOptions
-from polyvox.engine_core.contract import Engine
-from polyvox.engine_core.in_thread import InThreadEngine
-from polyvox.engine_core.link import LostMidAudio
-from polyvox.engine_core.options import WorkerOptions
-from polyvox.engine_core.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE, SHORTEST_INPUT
-from polyvox.engine_core.request import EngineReference, EngineRequest
-from polyvox.engine_core.stats import combined_stats
+from polyvox.core.async_core import AsyncEngineCore
+from polyvox.core.config import BatchingConfig
+from polyvox.core.errors import EngineError, EngineInputError, EngineOverloaded
+from polyvox.core.stats import BatchingStats
+from polyvox.engine.adapters import AdapterOptions
+from polyvox.engine.contract import Engine
+from polyvox.engine.in_thread import InThreadEngine
+from polyvox.engine.link import LostMidAudio
+from polyvox.engine.options import WorkerOptions
+from polyvox.engine.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE, SHORTEST_INPUT
+from polyvox.engine.request import EngineReference, EngineRequest
+from polyvox.engine.stats import combined_stats
 from polyvox.models.architectures import clones_from_clip_alone, designs_voices
 from polyvox.models.interface import Prompt, SpeechModel
 from polyvox.models.lora.files import AdapterError
@@ -65,8 +65,8 @@ from polyvox.settings.guidance import (
 from polyvox.text.emotion import style_description
 
 if TYPE_CHECKING:
-    from polyvox.engine_core.data_parallel import DataParallelEngine
-    from polyvox.engine_core.model_spec import ModelSpec
+    from polyvox.engine.data_parallel import DataParallelEngine
+    from polyvox.engine.model_spec import ModelSpec
 
 MAX_REFERENCE_SECONDS = 60.0
 
@@ -126,7 +126,7 @@ class VoxCPM2Backend(Backend):
     ) -> VoxCPM2Backend:
         """`engine_sockets`: the directory the engine ranks' sockets go in; `connect`: the ranks there
         belong to the launcher (an API process behind `api_server_count`), this back end only connects."""
-        from polyvox.engine_core.model_spec import ModelSpec
+        from polyvox.engine.model_spec import ModelSpec
 
         spec = ModelSpec.from_settings(settings)
         source = spec.source()
@@ -182,7 +182,7 @@ class VoxCPM2Backend(Backend):
         return engine.prompts.model
 
     @property
-    def _step_loop(self) -> AsyncBatchingCore | None:
+    def _step_loop(self) -> AsyncEngineCore | None:
         return self._in_thread().step_loop
 
     def _prompt(self, request: SynthesisRequest) -> Prompt:
@@ -396,7 +396,7 @@ class EngineProcesses:
         return cls(spec.ranks(settings), logging_setup, socket_dir, connect, settings.engine_hang_timeout_s)
 
     def engine(self, options: WorkerOptions) -> DataParallelEngine:
-        from polyvox.engine_core.data_parallel import DataParallelEngine
+        from polyvox.engine.data_parallel import DataParallelEngine
 
         return DataParallelEngine(
             self.ranks,
@@ -411,7 +411,7 @@ class EngineProcesses:
 def engine_ranks(settings: Settings, socket_dir: str) -> DataParallelEngine:
     """The engine ranks `settings` select, in processes of their own with their sockets in `socket_dir`,
     without a back end around them: what the launcher of `api_server_count` API processes owns."""
-    from polyvox.engine_core.model_spec import ModelSpec
+    from polyvox.engine.model_spec import ModelSpec
 
     spec = ModelSpec.from_settings(settings)
     options = worker_options(settings, spec.source())

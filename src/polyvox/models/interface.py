@@ -1,11 +1,11 @@
-"""The seam between the engine and the model families: the engine (engine_core/, batching/) imports no
+"""The seam between the engine and the model families: the engine (engine/, core/) imports no
 family (`lint-imports` checks it); it reaches a model's parts through this module, and otherwise only
 what names no family (the registry's lookups in `architectures.py`, `model_source.py`, `lora/`), so a
 new family is a folder and a registration. `SpeechModel` is what the engine asks of a loaded model, of
-any family: its parts for the batching core (config, LM, AudioVAE, where it runs), its prompts
+any family: its parts for the engine core (config, LM, AudioVAE, where it runs), its prompts
 (`build_prompt`, with a voice clip encoded by `encode_clip`), its length cap, and what it is (`arch`,
 its rates). Every family's `LoadedModel` is one. The rest are the parts every family is built of, as
-the batching core drives them: `SpeechLM` (the step methods) and `SpeechConfig`, the AudioVAE and its
+the engine core drives them: `SpeechLM` (the step methods) and `SpeechConfig`, the AudioVAE and its
 streaming state, the paged KV cache and attention metadata, host-to-device copies, the device a model
 runs on (`resolve_device`); `Prompt` is the prompt every family builds, `Padding` the side a clip is
 padded on."""

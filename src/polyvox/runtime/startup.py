@@ -22,7 +22,7 @@ class StartupError(Exception):
 
 class StartupStages:
     """This process's stages running now, innermost last. Process-wide because the stages run in worker
-    threads deep below the server (weights load in the back end, compiling in the batching core). An
+    threads deep below the server (weights load in the back end, compiling in the engine core). An
     engine process has its own, and tells its clients its current one (`EngineRank.stage`)."""
 
     def __init__(self) -> None:

@@ -19,8 +19,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from polyvox.backends.base import Backend
-from polyvox.batching.stats import BATCH_SIZE_BOUNDS, STEP_SECONDS_BOUNDS
-from polyvox.engine_core.router import (
+from polyvox.core.stats import BATCH_SIZE_BOUNDS, STEP_SECONDS_BOUNDS
+from polyvox.engine.router import (
     REROUTE_REASONS,
     REROUTED_REQUESTS,
     REROUTED_REQUESTS_HELP,
@@ -30,7 +30,7 @@ from polyvox.engine_core.router import (
 from polyvox.runtime.metrics_files import shared_metrics_dir
 
 if TYPE_CHECKING:  # the batching engine imports torch, which an API server for the embedded voice never needs
-    from polyvox.batching.core import BatchingStats
+    from polyvox.core.core import BatchingStats
 
 GAUGES: dict[str, str] = {
     "running_requests": "Requests in the engine's running batch.",

@@ -4,7 +4,7 @@ answer's X-Request-Id, set by `request_id`), and a speech request's children:
 `text_frontend` (the input prepared into pieces and checked), `queue_wait` (waiting for an admission
 slot), `engine` (the engine's audio, asked for to its last chunk), `first_audio` (the engine asked to
 the first encoded bytes) and `encode` (the first encoding to the last, its busy time an attribute).
-An engine process adds its own spans to the same trace (`engine_core/request_spans.py`): the trace
+An engine process adds its own spans to the same trace (`engine/request_spans.py`): the trace
 context crosses in its messages. With `otel_traces` off no span is made."""
 
 from __future__ import annotations

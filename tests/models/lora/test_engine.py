@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from polyvox.batching.config import BatchingConfig
-from polyvox.batching.core import BatchingCore
-from polyvox.batching.errors import EngineInputError
-from polyvox.batching.sequence import SamplingParams
+from polyvox.core.config import BatchingConfig
+from polyvox.core.core import EngineCore
+from polyvox.core.errors import EngineInputError
+from polyvox.core.sequence import SamplingParams
 from polyvox.models.lora.bank import SlotsBusy
 from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.voxcpm2.prompt import build_prompt
@@ -18,10 +18,10 @@ from polyvox.models.voxcpm2.prompt import build_prompt
 TOL = 1e-4
 
 
-def make_core(lm, config, **kw) -> BatchingCore:
+def make_core(lm, config, **kw) -> EngineCore:
     kw = {"kv_block_size": 4, "num_kv_blocks": 256, "decode_audio": False, **kw}
     vae = AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config)).eval()
-    return BatchingCore(lm, vae, config, BatchingConfig(**kw), torch.device("cpu"), torch.float32)
+    return EngineCore(lm, vae, config, BatchingConfig(**kw), torch.device("cpu"), torch.float32)
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from torch import nn
 
-from polyvox.batching.config import BatchingConfig
-from polyvox.batching.sequence import SamplingParams
-from polyvox.engine_core.adapters import AdapterOptions
-from polyvox.engine_core.options import WorkerOptions
+from polyvox.core.config import BatchingConfig
+from polyvox.core.sequence import SamplingParams
+from polyvox.engine.adapters import AdapterOptions
+from polyvox.engine.options import WorkerOptions
 from polyvox.models.lora.files import AdapterConfig
 from polyvox.models.lora.random_adapter import write_random_adapter
 from polyvox.models.voxcpm2.fused_linear import FusedLinear

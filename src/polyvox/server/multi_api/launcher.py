@@ -49,7 +49,7 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from polyvox.engine_core.connected import peer_identity
+from polyvox.engine.connected import peer_identity
 from polyvox.runtime.restart_policy import RestartBackoff
 from polyvox.runtime.startup import StartupError
 from polyvox.server.multi_api import api_process, workdir
@@ -57,7 +57,7 @@ from polyvox.server.multi_api.ports import listening_sockets
 from polyvox.settings import Settings
 
 if TYPE_CHECKING:  # VoxCPM's engine ranks: PyTorch, which the embedded voice's launcher does without
-    from polyvox.engine_core.data_parallel import DataParallelEngine
+    from polyvox.engine.data_parallel import DataParallelEngine
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar, TypeVarTuple
 
-from polyvox.runtime.cores import usable_cores
+from polyvox.runtime.cpus import usable_cpus
 from polyvox.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class EncodePool:
     @classmethod
     def from_settings(cls, settings: Settings) -> EncodePool:
         """The pool `settings.encode_threads` asks for: one thread per usable core when unset."""
-        return cls(settings.encode_threads or usable_cores())
+        return cls(settings.encode_threads or usable_cpus())
 
     def close(self) -> None:
         """Stop the threads once the work already handed over is done; calls still waiting are dropped."""

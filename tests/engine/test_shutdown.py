@@ -1,0 +1,112 @@
+"""Shutting down with engine processes: SIGTERM lets the requests in flight on every rank finish while new
+ones get 503, then every engine process exits with the server; an API server killed with -9 leaves no
+engine behind either (each notices its parent is gone). While an engine process starts, `/ready` names
+its stages; with one rank, kill -9 of its engine makes `/ready` 503 until that process is restarted, and a
+request sent meanwhile waits for it."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+
+from engine.processes import alive, engine_pids, kill9
+from engine.serving import FLAGS, LONG, SPEECH, routed_per_rank, speak, wait_until
+from helpers.metrics import scrape, value
+from helpers.serve_process import free_port, polyvox_serve
+
+VOICES = ("alloy", "echo")
+
+
+def test_sigterm_drains_every_rank_then_no_engine_process_is_left(tmp_path):
+    flags = (*FLAGS, "--voices-dir", str(tmp_path / "voices"), "--shutdown-grace-s", "120")
+    with polyvox_serve(*flags) as (proc, url):
+        engines = engine_pids(proc.pid)
+        assert len(engines) == 2
+        for voice in VOICES:  # frozen on first use, before anything is counted
+            assert speak(url, "Warm up.", voice).status_code == 200
+        answers: dict[int, httpx.Response] = {}
+
+        def post(n: int, voice: str) -> None:
+            body = {"input": LONG, "voice": voice, "response_format": "pcm"}
+            answers[n] = httpx.post(f"{url}{SPEECH}", json=body, timeout=120)
+
+        # Four long requests at once: a voice's requests go to the rank that last served it only while
+        # that rank has at most one more in flight (router.py), so both ranks get some. (The running
+        # gauge is no witness: it drops to 0 between a request's pieces.)
+        routed_before = routed_per_rank(scrape(url))
+        threads = [threading.Thread(target=post, args=(n, voice)) for n, voice in enumerate(VOICES * 2)]
+        for thread in threads:
+            thread.start()
+
+        def both_ranks_hold_some() -> bool:
+            routed = routed_per_rank(scrape(url))
+            return sum(routed) >= sum(routed_before) + len(threads) and all(
+                now > before for now, before in zip(routed, routed_before, strict=True)
+            )
+
+        wait_until(both_ranks_hold_some, "every request is routed, to both ranks")
+        assert all(thread.is_alive() for thread in threads)  # none has finished: both ranks hold some
+
+        proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: httpx.get(f"{url}/ready").status_code == 503, "/ready turns 503", timeout=10)
+        refused = speak(url, "Too late.")
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
+        for thread in threads:
+            thread.join(timeout=120)
+        assert proc.wait(timeout=60) == 0
+    assert [answer.status_code for answer in answers.values()] == [200] * len(threads)
+    assert all(len(answer.content) > 24000 * 2 * 2 for answer in answers.values())
+    wait_until(lambda: not any(alive(pid) for pid in engines), "every engine process exited", timeout=10)
+
+
+def test_ready_names_the_engine_process_stages_and_a_server_killed_with_9_leaves_no_engine(tmp_path):
+    port = free_port()
+    flags = (*FLAGS, "--voices-dir", str(tmp_path / "voices"), "--data-parallel-size", "1")
+    command = [sys.executable, "-m", "polyvox.cli", "serve", "--port", str(port), *flags]
+    url = f"http://127.0.0.1:{port}"
+    stages: set[str] = set()
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                try:
+                    ready = httpx.get(f"{url}/ready")
+                except httpx.TransportError:
+                    continue
+                if ready.status_code == 200:
+                    break
+                stages.add(ready.json()["error"]["message"].removeprefix("the engine is still starting: "))
+                time.sleep(0.05)
+            # the stages the engine process runs, not only the server's own "start the voxcpm2 engine"
+            assert "make random tiny weights on cpu" in stages, stages
+            (first,) = engine_pids(proc.pid)
+            _kill_9_of_the_only_engine_is_waited_for_until_it_is_restarted_alone(url, first)
+            (engine,) = engine_pids(proc.pid)
+        finally:
+            proc.kill()
+    wait_until(lambda: not alive(engine), "the orphaned engine exited", timeout=10)
+
+
+def _kill_9_of_the_only_engine_is_waited_for_until_it_is_restarted_alone(url: str, engine: int) -> None:
+    """DP=1: with its one rank down nothing can serve, so `/ready` answers 503 until the rank's client
+    has restarted that process, and a speech request sent meanwhile waits for it (not a 503, not a
+    500); the engine as a whole is not rebuilt by the server's supervisor."""
+    kill9(engine)
+    wait_until(lambda: httpx.get(f"{url}/ready").status_code == 503, "/ready turns 503", timeout=10)
+    wait_until(
+        lambda: httpx.get(f"{url}/ready").json().get("error", {}).get("code") == "engine_restarting",
+        "/ready says the engine is restarting",
+        timeout=10,
+    )
+    waited = speak(url, "Nobody is up yet.")  # waits for the restarted process, within its deadline
+    assert waited.status_code == 200, waited.text
+    wait_until(lambda: httpx.get(f"{url}/ready").status_code == 200, "the engine is back", timeout=120)
+    assert speak(url, "Back again.").status_code == 200
+    samples = scrape(url)
+    assert value(samples, "polyvox_engine_rank_restarts_total", rank="0") == 1
+    assert value(samples, "polyvox_engine_restarts_total") == 0
