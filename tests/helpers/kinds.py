@@ -13,6 +13,7 @@ functions and classes of tests/ they call, followed by name. A test's own kind m
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from collections.abc import Iterable
@@ -43,9 +44,15 @@ def _module_kind(name: str) -> str | None:
 def _in(obj: object, folder: Path) -> bool:
     obj = inspect.unwrap(obj) if callable(obj) else obj
     try:
-        return Path(inspect.getfile(obj)).resolve().is_relative_to(folder)  # type: ignore[arg-type]
+        file = inspect.getfile(obj)  # type: ignore[arg-type]
     except (TypeError, OSError):
         return False
+    return _file_in(file, folder)
+
+
+@functools.cache  # resolving a path reads every folder on the way: once per file, not once per look
+def _file_in(file: str, folder: Path) -> bool:
+    return Path(file).resolve().is_relative_to(folder)
 
 
 def _is_tests_module(value: object) -> bool:
@@ -76,9 +83,14 @@ def _functions(obj: object) -> Iterable[types.FunctionType]:
 
 def reached_kinds(roots: Iterable[object]) -> set[str]:
     """The kinds reached from `roots` (functions or classes), following names into tests/ only."""
+    return {kind for root in roots for function in _functions(root) for kind in _reached_from(function)}
+
+
+@functools.cache  # a helper or fixture is reached from many tests: followed once
+def _reached_from(root: types.FunctionType) -> frozenset[str]:
     found: set[str] = set()
     seen: set[int] = set()
-    pending = [function for root in roots for function in _functions(root)]
+    pending = [root]
     while pending:
         function = pending.pop()
         if id(function) in seen:
@@ -102,7 +114,7 @@ def reached_kinds(roots: Iterable[object]) -> set[str]:
                     found.add(kind)
                 if (callable(value) or isinstance(value, type)) and _in(value, TESTS):
                     pending.extend(_functions(value))
-    return found
+    return frozenset(found)
 
 
 def _fixtures_of(item: pytest.Item, under: Path = TESTS) -> dict[str, object]:
