@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 
 from starlette.requests import Request
 
-from polyvox.server.app_state import app_state
 from polyvox.server.catalog import check_model
 from polyvox.server.elevenlabs.output_format import OutputFormat, UlawEncoder
 from polyvox.server.errors import APIError
@@ -19,6 +18,7 @@ from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.limits import StreamLease
 from polyvox.server.tenancy.metering import charge, record
 from polyvox.server.tenancy.ownership import check_speakable
+from polyvox.server.tenancy.service import Tenancy
 
 
 @dataclass
@@ -27,6 +27,7 @@ class Answer:
 
     request: Request
     service: SpeechService
+    tenancy: Tenancy
     body: SpeechRequest
     job: SpeechJob
     lease: StreamLease | None
@@ -47,23 +48,29 @@ class Answer:
             await self.pieces.aclose()
         finally:
             self.service.release(self.job)
-            await record(self.request, self.body, self.job)
-            await app_state(self.request.app).tenancy.close_stream(self.lease)
+            await record(self.tenancy, self.request, self.body, self.job)
+            await self.tenancy.close_stream(self.lease)
 
 
 async def start_answer(
-    request: Request, service: SpeechService, body: SpeechRequest, output: OutputFormat, *, stream: bool
+    request: Request,
+    service: SpeechService,
+    tenancy: Tenancy,
+    body: SpeechRequest,
+    output: OutputFormat,
+    *,
+    stream: bool,
 ) -> Answer:
     """Check, admit and start `body`; its first bytes are made before it returns, so a failure still
     gets a status. Everything taken is given back if it fails on the way."""
-    tenancy = app_state(request.app).tenancy
     lease = await tenancy.open_stream(caller_of(request))  # the key's `max_streams`, as /v1/audio/speech
     job: SpeechJob | None = None
     try:
         with service.accept() as accepted_at:
             check_model(body.model, service.backend, service.settings.accept_any_model)
-            await check_speakable(request, body.voice)  # another key's private voice: as an unknown one
-            await charge(request, body)  # the key's per-minute limits (429 past them)
+            # another key's private voice: as an unknown one
+            await check_speakable(caller_of(request), service.voice_registry, body.voice)
+            await charge(tenancy, request, body)  # the key's per-minute limits (429 past them)
             job = await service.prepare(body, stream=stream, accepted_at=accepted_at)
             await service.lookup(job)
             await service.admit(job, request)
@@ -71,13 +78,13 @@ async def start_answer(
     except BaseException:
         if job is not None:
             service.release(job)
-            await record(request, body, job)
+            await record(tenancy, request, body, job)
         await tenancy.close_stream(lease)
         raise
     encoder = UlawEncoder() if output.ulaw else None
     if encoder is not None:
         first = encoder.push(first)
-    return Answer(request, service, body, job, lease, first, pieces, encoder)
+    return Answer(request, service, tenancy, body, job, lease, first, pieces, encoder)
 
 
 async def read_limited(request: Request, limit: int) -> bytes:

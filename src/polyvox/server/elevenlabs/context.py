@@ -19,6 +19,7 @@ from polyvox.server.elevenlabs.output_format import UlawEncoder
 from polyvox.server.elevenlabs.words import answer_words
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.synthesis import SpeechService
+from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.websocket.segments import DONE, Failure, Segment, produce
 from polyvox.server.websocket.sentences import SentenceBuffer
 
@@ -35,6 +36,7 @@ class Context:
         context_id: str | None,
         *,
         service: SpeechService,
+        tenancy: Tenancy,
         connection: HTTPConnection,
         template: SpeechRequest,
         send: Send,
@@ -44,6 +46,7 @@ class Context:
     ):
         self.id = context_id
         self.service = service
+        self.tenancy = tenancy
         self.connection = connection
         self.template = template
         self.send = send
@@ -91,7 +94,7 @@ class Context:
         while self.pending and len(self.active) < self.ahead:
             segment = self.pending.popleft()
             segment.task = asyncio.create_task(
-                produce(self.service, self.connection, self.template, None, segment)
+                produce(self.service, self.tenancy, self.connection, self.template, None, segment)
             )
             self.active.append(segment)
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from polyvox.server.deps import get_service
+from polyvox.server.deps import get_service, get_tenancy
 from polyvox.server.elevenlabs.alignment import EMPTY, CharacterTimes, character_times
 from polyvox.server.elevenlabs.answer import Answer, read_limited, start_answer
 from polyvox.server.elevenlabs.output_format import OutputFormat, parse_output_format
@@ -21,6 +21,7 @@ from polyvox.server.elevenlabs.words import answer_words, wants_words
 from polyvox.server.errors import CLIENT_CLOSED
 from polyvox.server.speech.streaming import SpeechStreamResponse, audio_stream
 from polyvox.server.speech.synthesis import ClientGone, SpeechService
+from polyvox.server.tenancy.service import Tenancy
 
 PREFIX = "/elevenlabs"
 router = APIRouter(prefix=PREFIX, tags=["elevenlabs"])
@@ -50,6 +51,7 @@ _BODY = {
 async def _start(
     request: Request,
     service: SpeechService,
+    tenancy: Tenancy,
     voice_id: str,
     output_format: str | None,
     *,
@@ -68,7 +70,7 @@ async def _start(
     if timed:
         fields |= wants_words()
     body = speech_request(fields)
-    return await start_answer(request, service, body, output, stream=stream), output, tts.text
+    return await start_answer(request, service, tenancy, body, output, stream=stream), output, tts.text
 
 
 @router.post("/v1/text-to-speech/{voice_id}", openapi_extra=_BODY)
@@ -77,10 +79,11 @@ async def text_to_speech(
     voice_id: str,
     output_format: str | None = Query(None),
     service: SpeechService = Depends(get_service),
+    tenancy: Tenancy = Depends(get_tenancy),
 ) -> Response:
     """The whole file in `output_format` (ElevenLabs' default `mp3_44100_128`)."""
     try:
-        answer, output, _ = await _start(request, service, voice_id, output_format, stream=False)
+        answer, output, _ = await _start(request, service, tenancy, voice_id, output_format, stream=False)
     except ClientGone:
         return Response(status_code=CLIENT_CLOSED)
     try:
@@ -96,10 +99,11 @@ async def text_to_speech_stream(
     voice_id: str,
     output_format: str | None = Query(None),
     service: SpeechService = Depends(get_service),
+    tenancy: Tenancy = Depends(get_tenancy),
 ) -> Response:
     """Chunked audio in `output_format` as it is made."""
     try:
-        answer, output, _ = await _start(request, service, voice_id, output_format, stream=True)
+        answer, output, _ = await _start(request, service, tenancy, voice_id, output_format, stream=True)
     except ClientGone:
         return Response(status_code=CLIENT_CLOSED)
     content = audio_stream(answer.first, answer.rest(), answer.job, service.metrics)
@@ -113,11 +117,14 @@ async def text_to_speech_with_timestamps(
     voice_id: str,
     output_format: str | None = Query(None),
     service: SpeechService = Depends(get_service),
+    tenancy: Tenancy = Depends(get_tenancy),
 ) -> Response:
     """`{"audio_base64", "alignment", "normalized_alignment"}`: the whole file and each character's
     start and end in seconds (the same characters for both alignments: the text as sent)."""
     try:
-        answer, _, text = await _start(request, service, voice_id, output_format, stream=False, timed=True)
+        answer, _, text = await _start(
+            request, service, tenancy, voice_id, output_format, stream=False, timed=True
+        )
     except ClientGone:
         return Response(status_code=CLIENT_CLOSED)
     try:
@@ -139,11 +146,14 @@ async def text_to_speech_stream_with_timestamps(
     voice_id: str,
     output_format: str | None = Query(None),
     service: SpeechService = Depends(get_service),
+    tenancy: Tenancy = Depends(get_tenancy),
 ) -> Response:
     """One JSON object per line as the audio is made: `audio_base64` and the alignment of the
     characters timed since the line before (times on the answer's clock), `null` when none are."""
     try:
-        answer, _, text = await _start(request, service, voice_id, output_format, stream=True, timed=True)
+        answer, _, text = await _start(
+            request, service, tenancy, voice_id, output_format, stream=True, timed=True
+        )
     except ClientGone:
         return Response(status_code=CLIENT_CLOSED)
     content = _timed_lines(answer, text)

@@ -193,6 +193,7 @@ class ElevenLabsSocket:
         context = Context(
             context_id,
             service=self.service,
+            tenancy=self.tenancy,
             connection=self.websocket,
             template=template,
             send=self._send,
@@ -219,7 +220,7 @@ class ElevenLabsSocket:
         template = speech_request(fields | wants_words())
         check_model(template.model, self.service.backend, self.service.settings.accept_any_model)
         try:
-            await check_speakable(self.websocket, template.voice)
+            await check_speakable(caller_of(self.websocket), self.service.voice_registry, template.voice)
             # Whether the voice, format and engine can serve the context at all, before any text:
             with self.service.accept() as accepted_at:
                 await self.service.prepare(template, stream=True, accepted_at=accepted_at)

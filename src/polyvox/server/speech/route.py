@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, Response
 
 from polyvox.server.catalog import check_model
-from polyvox.server.deps import get_service
+from polyvox.server.deps import get_service, get_tenancy
 from polyvox.server.errors import CLIENT_CLOSED
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.parsing import read_speech_request
@@ -15,8 +15,10 @@ from polyvox.server.speech.request_policy import streams
 from polyvox.server.speech.streaming import SpeechStreamResponse, audio_stream, sse_stream
 from polyvox.server.speech.synthesis import ClientGone, SpeechService, until_disconnect
 from polyvox.server.speech.timestamps import subtitles_answer, timestamps_answer
+from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.metering import charge, record
 from polyvox.server.tenancy.ownership import check_speakable
+from polyvox.server.tenancy.service import Tenancy
 from polyvox.voices.clips import ClipLimits, clip_rate
 
 router = APIRouter(tags=["speech"])
@@ -42,7 +44,7 @@ def _no_cache(request: Request) -> bool:
 
 
 async def _speak(
-    request: Request, service: SpeechService, defaults: dict[str, Any] | None = None
+    request: Request, service: SpeechService, tenancy: Tenancy, defaults: dict[str, Any] | None = None
 ) -> Response:
     settings = service.settings
     # In flight from here until it holds an admission slot: a drain waits for it, its deadline runs.
@@ -56,8 +58,9 @@ async def _speak(
             clip_rate=clip_rate(service.backend.info),
         )
         check_model(body.model, service.backend, settings.accept_any_model)
-        await check_speakable(request, body.voice)  # another key's private voice: as an unknown one
-        limit_headers = await charge(request, body)  # the key's per-minute limits (429 past them)
+        # another key's private voice: as an unknown one
+        await check_speakable(caller_of(request), service.voice_registry, body.voice)
+        limit_headers = await charge(tenancy, request, body)  # the key's per-minute limits (429 past them)
         job = await service.prepare(
             body,
             # Streamed, as OpenAI answers by default; one whole file when asked (`stream: false`) or
@@ -100,7 +103,7 @@ async def _speak(
                 await pieces.aclose()
             finally:
                 service.release(job)
-                await record(request, body, job)
+                await record(tenancy, request, body, job)
 
         handed_over = True
         return SpeechStreamResponse(content, on_close=close, media_type=media_type, headers=headers)
@@ -109,19 +112,29 @@ async def _speak(
     finally:
         if not handed_over:
             service.release(job)
-            await record(request, body, job)
+            await record(tenancy, request, body, job)
 
 
 @router.post("/v1/audio/speech", openapi_extra=_SPEECH_BODY)
-async def create_speech(request: Request, service: SpeechService = Depends(get_service)) -> Response:
+async def create_speech(
+    request: Request,
+    service: SpeechService = Depends(get_service),
+    tenancy: Tenancy = Depends(get_tenancy),
+) -> Response:
     """Synthesise `input`: chunked audio as it is made (the default, or `stream_format=audio`), SSE
     (`sse`), or one complete file with Content-Length (`stream: false`, and FLAC unless asked to stream).
     With `timestamp_granularities`: SSE with timestamp events, or else one JSON object (the audio in
     base64 and its timestamps); `response_format` `srt` or `vtt`: subtitles."""
-    return await _speak(request, service)
+    return await _speak(request, service, tenancy)
 
 
 @router.post("/v1/audio/speech/stream", openapi_extra=_SPEECH_BODY)
-async def create_speech_stream(request: Request, service: SpeechService = Depends(get_service)) -> Response:
+async def create_speech_stream(
+    request: Request,
+    service: SpeechService = Depends(get_service),
+    tenancy: Tenancy = Depends(get_tenancy),
+) -> Response:
     """uttera-tts-vllm's streaming route: chunked audio, WAV unless `response_format` says otherwise."""
-    return await _speak(request, service, defaults={"response_format": "wav", "stream_format": "audio"})
+    return await _speak(
+        request, service, tenancy, defaults={"response_format": "wav", "stream_format": "audio"}
+    )

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from starlette.requests import HTTPConnection
 
-from polyvox.server.app_state import app_state
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.job import SpeechJob
 from polyvox.server.tenancy.caller import caller_of
+from polyvox.server.tenancy.service import Tenancy
 
 
-async def charge(connection: HTTPConnection, body: SpeechRequest) -> dict[str, str]:
+async def charge(tenancy: Tenancy, connection: HTTPConnection, body: SpeechRequest) -> dict[str, str]:
     """The request's `x-ratelimit-*` headers; a 429 when its key is over a per-minute limit."""
-    return await app_state(connection.app).tenancy.charge(caller_of(connection), len(body.input))
+    return await tenancy.charge(caller_of(connection), len(body.input))
 
 
-async def record(connection: HTTPConnection, body: SpeechRequest, job: SpeechJob) -> None:
-    await app_state(connection.app).tenancy.record(
+async def record(tenancy: Tenancy, connection: HTTPConnection, body: SpeechRequest, job: SpeechJob) -> None:
+    await tenancy.record(
         caller_of(connection), body.model, len(body.input), job.audio_seconds, job.cache_status == "HIT"
     )

@@ -16,7 +16,6 @@ from typing import Any
 import anyio
 from starlette.requests import HTTPConnection
 
-from polyvox.server.app_state import app_state
 from polyvox.server.errors import APIError
 from polyvox.server.tenancy.caller import Caller, caller_of
 from polyvox.voices.consents import ConsentRecord
@@ -107,13 +106,8 @@ async def check_replaceable(connection: HTTPConnection, registry: VoiceRegistry,
         raise VoiceConflict(f"the voice name {voice_id!r} is taken", param="name")
 
 
-async def check_speakable(connection: HTTPConnection, voice: str) -> None:
-    """For speech (HTTP and WebSocket): a voice the caller may not use is answered as an unknown one."""
-    await check_speakable_by(caller_of(connection), app_state(connection.app).voices, voice)
-
-
-async def check_speakable_by(caller: Caller, registry: VoiceRegistry, voice: str) -> None:
-    """`check_speakable` for a caller known without a connection (the Wyoming port's)."""
+async def check_speakable(caller: Caller, registry: VoiceRegistry, voice: str) -> None:
+    """For speech (HTTP, WebSocket, Wyoming): a voice the caller may not use is answered as an unknown one."""
     if caller.admin:
         return
     if not may_use(caller, *await _access(registry, voice)):

@@ -17,8 +17,9 @@ import contextlib
 from fastapi import APIRouter, Depends, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
-from polyvox.server.deps import get_service
+from polyvox.server.deps import get_service, get_tenancy
 from polyvox.server.speech.synthesis import SpeechService
+from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.websocket.session import SpeechSession
 
 router = APIRouter(tags=["speech"])
@@ -26,13 +27,17 @@ BROWSER_SUBPROTOCOL = "polyvox"
 
 
 @router.websocket("/v1/audio/speech/ws")
-async def speech_socket(websocket: WebSocket, service: SpeechService = Depends(get_service)) -> None:
+async def speech_socket(
+    websocket: WebSocket,
+    service: SpeechService = Depends(get_service),
+    tenancy: Tenancy = Depends(get_tenancy),
+) -> None:
     """Incremental text in, audio per sentence out (see docs/streaming.md). Auth as the HTTP routes, or
     from a browser: subprotocols `polyvox` and `polyvox.key.<base64url of the key>`."""
     offered = websocket.scope.get("subprotocols", ())
     # A browser that offered subprotocols (its key rides on one, see auth.websocket_key) needs one
     # chosen in the answer, or it drops the connection; the key's own is never echoed.
     chosen = BROWSER_SUBPROTOCOL if BROWSER_SUBPROTOCOL in offered else None
-    session = SpeechSession(websocket, service, subprotocol=chosen)
+    session = SpeechSession(websocket, service, tenancy, subprotocol=chosen)
     with contextlib.suppress(WebSocketDisconnect):
         await session.run()

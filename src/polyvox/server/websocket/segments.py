@@ -16,6 +16,7 @@ from polyvox.backends.base import ReferenceAudio
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.synthesis import SpeechJob, SpeechService
 from polyvox.server.tenancy.metering import charge, record
+from polyvox.server.tenancy.service import Tenancy
 
 DONE = object()  # the last item of a segment's queue when its audio is complete
 
@@ -42,6 +43,7 @@ class Segment:
 
 async def produce(
     service: SpeechService,
+    tenancy: Tenancy,
     connection: HTTPConnection,
     template: SpeechRequest,
     reference: ReferenceAudio | None,
@@ -52,7 +54,7 @@ async def produce(
     job = None
     body = template.model_copy(update={"input": segment.text})
     try:
-        await charge(connection, body)  # the key's per-minute limits, sentence by sentence
+        await charge(tenancy, connection, body)  # the key's per-minute limits, sentence by sentence
         # In flight from here until it holds an admission slot, through the HTTP route's door.
         with service.accept() as accepted_at:
             job = segment.job = await service.prepare(
@@ -72,5 +74,5 @@ async def produce(
     finally:
         if job is not None:
             service.release(job)
-            await record(connection, body, job)  # the key's usage
+            await record(tenancy, connection, body, job)  # the key's usage
     segment.queue.put_nowait(DONE)

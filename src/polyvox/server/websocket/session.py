@@ -22,7 +22,9 @@ from polyvox.server.errors import APIError, DeadlineExceeded, from_validation_er
 from polyvox.server.protocol import SpeechRequest, SpeechUsage, first_lone_surrogate
 from polyvox.server.speech.parsing import base64_reference
 from polyvox.server.speech.synthesis import SpeechService
+from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.ownership import check_speakable
+from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.websocket.protocol import (
     ProtocolError,
     SessionConfig,
@@ -45,10 +47,13 @@ MAX_QUEUED_SEGMENTS = 512  # sentences waiting to be spoken in one session; past
 class SpeechSession:
     """One WebSocket session: reads client messages, runs segments, sends their audio in order."""
 
-    def __init__(self, websocket: WebSocket, service: SpeechService, subprotocol: str | None = None):
+    def __init__(
+        self, websocket: WebSocket, service: SpeechService, tenancy: Tenancy, subprotocol: str | None = None
+    ):
         self.websocket = websocket
         self.subprotocol = subprotocol  # the one answered to the handshake
         self.service = service
+        self.tenancy = tenancy
         self.config: SessionConfig | None = None
         self.template: SpeechRequest | None = None
         self.reference: ReferenceAudio | None = None
@@ -128,7 +133,8 @@ class SpeechSession:
                 limits = ClipLimits.from_settings(self.service.settings)
                 rate = clip_rate(self.service.backend.info)
                 reference = await base64_reference(config.ref_audio, config.ref_text, limits, rate)
-            await check_speakable(self.websocket, template.voice)  # another key's private voice: unknown
+            # another key's private voice: unknown
+            await check_speakable(caller_of(self.websocket), self.service.voice_registry, template.voice)
             # Whether the voice, format and engine can serve the session at all:
             with self.service.accept() as accepted_at:
                 probe = await self.service.prepare(
@@ -200,7 +206,7 @@ class SpeechSession:
 
     async def _produce(self, segment: Segment) -> None:
         assert self.template is not None  # segments are queued only once the session is configured
-        await produce(self.service, self.websocket, self.template, self.reference, segment)
+        await produce(self.service, self.tenancy, self.websocket, self.template, self.reference, segment)
 
     async def _send_loop(self) -> None:
         while True:

@@ -20,7 +20,7 @@ from polyvox.server.shared_state.fresh_reads import SharedCopy
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.caller import Caller
 from polyvox.server.tenancy.limits import STREAM_RENEW_S, StreamLease
-from polyvox.server.tenancy.ownership import check_speakable_by
+from polyvox.server.tenancy.ownership import check_speakable
 from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.wyoming.answer import Answer
 from polyvox.server.wyoming.caller import wyoming_caller
@@ -50,7 +50,7 @@ class WyomingSpeech:
         """An answer in `voice` (a voice name, a language, or neither: the default voice)."""
         caller = await self.caller()
         name = self._voice_name(voice)
-        await check_speakable_by(caller, self.service.voice_registry, name)
+        await check_speakable(caller, self.service.voice_registry, name)
         rate = self.service.backend.info.sample_rate
         sample_rate = rate if 8000 <= rate <= 48000 else None  # the engine's own rate: no resampling
         _, out_rate = formats.resolve("pcm", sample_rate)
