@@ -62,17 +62,25 @@ install-browser:
 serve: $(if $(call arg,MODEL),$(VENV)/.installed-voxcpm,$(VENV)/.installed)
 	$(VENV)/bin/polyvox serve $(SERVE_FLAGS)
 
+# The tests run side by side in TEST_WORKERS processes (pytest-xdist; a test file stays in one worker, so
+# its module-scoped servers start once): half of a test's time is spent waiting (for a server, a process,
+# a socket), so two workers on CI's two cores take about half the wall time of one.
+TEST_WORKERS ?= 2
+# Python's bytecode cache on for the tests even where the environment turns it off (PYTHONDONTWRITEBYTECODE):
+# the suite starts hundreds of Python processes (`polyvox serve`, engine processes, the CLI), and each
+# compiled src/ anew without it (about a second of CPU each).
+TEST_ENV := PYTHONDONTWRITEBYTECODE=
+
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy src
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q
+	$(TEST_ENV) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # The daily loop: the tests of kind `unit` and `server` (no subprocess, no browser; the kinds: markers in
-# pyproject.toml), side by side on the machine's cores (pytest-xdist; a test file stays in one worker, so
-# its module-scoped servers start once); `make test` runs every kind.
+# pyproject.toml), side by side on all the machine's cores; `make test` runs every kind.
 test-fast: $(VENV)/.installed-test
-	$(PY) -m pytest -q -m "unit or server" -n auto --dist loadfile
+	$(TEST_ENV) $(PY) -m pytest -q -m "unit or server" -n auto --dist loadfile
 
 # The type checker over src/ (its settings: [tool.mypy] in pyproject.toml); `make test` runs it too.
 typecheck: $(VENV)/.installed-test
