@@ -17,6 +17,7 @@ import pytest
 
 from deploy.cluster import cluster
 from helpers.serve_process import polyvox_serve
+from helpers.waiting import wait_until
 
 pytest.importorskip("polyvox.backends.embedded")
 pytestmark = pytest.mark.timeout(600)
@@ -80,9 +81,11 @@ def test_two_api_processes_throttle_one_key_serve_another_and_count_both(tmp_pat
         assert slow_usage["audio_seconds"] > 0
 
         assert httpx.delete(f"{url}/admin/keys/{slow['id']}", headers=bearer(ADMIN)).status_code == 200
-        time.sleep(1.0)
-        for _ in range(6):  # new connections: both processes answer
-            assert speak(url, slow["key"], "Revoked.").status_code == 401
+        # new connections, so both processes answer: each re-reads the key table within half a second
+        wait_until(
+            lambda: all(speak(url, slow["key"], "Revoked.").status_code == 401 for _ in range(6)),
+            "both API processes refuse the revoked key",
+        )
 
 
 def test_two_replicas_share_limits_keys_and_usage_through_redis(tmp_path) -> None:
@@ -107,6 +110,8 @@ def test_two_replicas_share_limits_keys_and_usage_through_redis(tmp_path) -> Non
 
         polyvox_keys("revoke", limited["id"], *state)
         polyvox_keys("revoke", free["id"], *state)
-        time.sleep(1.0)
         for url in (first, second, shared.url):
-            assert speak(url, free["key"], "Revoked.").status_code == 401
+            wait_until(
+                lambda url=url: speak(url, free["key"], "Revoked.").status_code == 401,
+                f"{url} refuses the revoked key",
+            )
