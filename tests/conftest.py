@@ -9,7 +9,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from helpers.kinds import heaviest_files_first, mark_kinds
+from helpers.kinds import mark_kinds
 from helpers.server import running_server
 from polyvox.backends.base import Backend
 from polyvox.backends.fake import FakeBackend
@@ -46,8 +46,5 @@ def embedded_url() -> Iterator[str]:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks given here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test gets its kind (`unit`, `server`, `process`, ...: tests/helpers/kinds.py); in a pytest-xdist
-    worker (each collects the same list, in the same order), the costliest files go first."""
+    """Every test gets its kind (`unit`, `server`, `process`, ...: tests/helpers/kinds.py)."""
     mark_kinds(items)
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        heaviest_files_first(items)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import types
 from collections.abc import Iterable
 from pathlib import Path
@@ -146,28 +145,3 @@ def mark_kinds(items: Iterable[pytest.Item]) -> None:
     for item in items:
         if not any(mark.name in KINDS for mark in item.iter_markers()):
             item.add_marker(kind_of(item))
-
-
-# What each test file took, one test at a time on the 2-core machine (`--junitxml` of the run BENCHMARKS.md
-# records for issue #35): what orders the files below. A file not listed is estimated from its tests'
-# kinds, at what a test of each kind took on average in that run.
-DURATIONS = Path(__file__).resolve().parent.parent / "durations.json"
-KIND_COST_S = {"cluster": 7.4, "browser": 6.0, "process": 5.6, "parity": 0.6, "server": 0.75, "unit": 0.2}
-
-
-def heaviest_files_first(items: list[pytest.Item]) -> None:
-    """Order the test files by their cost, the costliest first, each file's tests together and in their own
-    order. pytest-xdist hands files to its workers in this order as they free up, so the long files start
-    early and none is left running alone at the end (longest processing time first)."""
-    measured: dict[str, float] = json.loads(DURATIONS.read_text())
-    estimate: dict[str, float] = {}
-    for item in items:
-        kind = next(mark.name for mark in item.iter_markers() if mark.name in KINDS)
-        estimate[_file(item)] = estimate.get(_file(item), 0.0) + KIND_COST_S[kind]
-    cost = {path: measured.get(path, estimated) for path, estimated in estimate.items()}
-    place = {path: n for n, path in enumerate(cost)}  # the collection's order among equal costs
-    items.sort(key=lambda item: (-cost[_file(item)], place[_file(item)]))
-
-
-def _file(item: pytest.Item) -> str:
-    return item.nodeid.split("::")[0]
