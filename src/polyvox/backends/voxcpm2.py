@@ -328,7 +328,8 @@ class VoxCPM2Backend(Backend):
         return True
 
     async def generate(self, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
-        self.validate(request)
+        """The piece's audio. Validated once, before it runs: the text front end's `checked` (the server
+        calls it as it prepares a request) has `validate` each piece, so it is not validated again here."""
         outputs = self.engine.generate(engine_request(request, designs=self.info.capabilities.voice_design))
         try:
             with api_errors():
