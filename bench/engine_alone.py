@@ -1,6 +1,6 @@
 """The engine alone, in this process: the requests `polyvox bench --stream` sends a server, handed
 straight to the back end `polyvox serve --no-engine-process` builds from the same flags (the text front
-end, `VoxCPM2Backend`, the engine stepping in a thread), with no HTTP, no encoding and no client
+end, `VoxCPMBackend`, the engine stepping in a thread), with no HTTP, no encoding and no client
 process. A request is what the server hands its back end for polyvox bench's body (input, voice, seed:
 nothing else is set): the text, the voice as the server's `VoiceRegistry` resolves it (a builtin voice
 frozen into its clip, in the same voices directory), the seed. `requests` requests, `concurrency` at a

@@ -25,11 +25,11 @@ def _accepts(check) -> bool:
 
 @pytest.fixture(scope="module")
 def voxcpm2():
-    from polyvox.backends.voxcpm2 import VoxCPM2Backend
+    from polyvox.backends.voxcpm import VoxCPMBackend
     from polyvox.core.config import BatchingConfig
     from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
-    return VoxCPM2Backend(
+    return VoxCPMBackend(
         VoxCPM2.random("tiny", device="cpu", dtype="float32"), BatchingConfig(num_kv_blocks=16)
     )
 

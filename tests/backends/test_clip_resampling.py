@@ -12,12 +12,12 @@ from polyvox.backends.base import ReferenceAudio, SynthesisRequest
 
 @pytest.fixture(scope="module")
 def voxcpm2():
-    from polyvox.backends.voxcpm2 import VoxCPM2Backend
+    from polyvox.backends.voxcpm import VoxCPMBackend
     from polyvox.core.config import BatchingConfig
     from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
     model = VoxCPM2.random("tiny", device="cpu", dtype="float32")
-    return VoxCPM2Backend(model, BatchingConfig(num_kv_blocks=16))
+    return VoxCPMBackend(model, BatchingConfig(num_kv_blocks=16))
 
 
 def test_a_44k_reference_gives_the_prompt_librosa_resampling_gives(voxcpm2):
@@ -41,12 +41,12 @@ def test_a_44k_reference_gives_the_prompt_librosa_resampling_gives(voxcpm2):
 def test_voxcpm2_declares_its_reference_rate_before_the_model_loads(voxcpm2):
     """Clips are decoded straight to the rate the engine declares, known from the config before the
     weights load, and it is the rate the loaded AudioVAE encodes at: no second resampling."""
-    from polyvox.backends.voxcpm2 import VoxCPM2Backend
+    from polyvox.backends.voxcpm import VoxCPMBackend
     from polyvox.models.model_source import random_source
     from polyvox.voices.clips import ClipLimits, clip_rate, load_clip
     from voices.clips import wav_clip
 
-    unloaded = VoxCPM2Backend(random_source("tiny", device="cpu", dtype="float32"))
+    unloaded = VoxCPMBackend(random_source("tiny", device="cpu", dtype="float32"))
     assert not unloaded.ready
     assert unloaded.info.reference_rate == voxcpm2.info.reference_rate == voxcpm2.model.vae.sample_rate
     clip = load_clip(wav_clip(1.2), ClipLimits(), clip_rate(unloaded.info))

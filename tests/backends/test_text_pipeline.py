@@ -277,12 +277,12 @@ def test_a_single_piece_passes_through_untouched(embedded):
 
 
 def test_pieces_overlap_on_the_batching_voxcpm2_engine():
-    from polyvox.backends.voxcpm2 import VoxCPM2Backend
+    from polyvox.backends.voxcpm import VoxCPMBackend
     from polyvox.core.config import BatchingConfig
     from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
     events: list[tuple[str, int]] = []
-    inner = VoxCPM2Backend(
+    inner = VoxCPMBackend(
         VoxCPM2.random("tiny", device="cpu", dtype="float32"), BatchingConfig(num_kv_blocks=256)
     )
     recorder = Recorder(inner, events)

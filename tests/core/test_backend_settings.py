@@ -2,7 +2,7 @@
 
 import pytest
 
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.settings import Settings
 
 SEED_ENV = {
@@ -17,7 +17,7 @@ def test_uttera_tts_vllm_env_names_configure_the_engine(monkeypatch: pytest.Monk
     for name, value in SEED_ENV.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("POLYVOX_NUM_KV_BLOCKS", "64")
-    backend = VoxCPM2Backend.from_settings(Settings(random_weights="tiny", device="cpu"))
+    backend = VoxCPMBackend.from_settings(Settings(random_weights="tiny", device="cpu"))
     config = backend.config
     assert (config.gpu_memory_utilization, config.max_num_seqs, config.max_num_batched_tokens) == (
         0.5,
@@ -39,7 +39,7 @@ def test_prefill_policy_cuda_graphs_and_compile_reach_the_engine(monkeypatch: py
     monkeypatch.setenv("POLYVOX_PREFILL_POLICY", "separate")
     monkeypatch.setenv("POLYVOX_CUDA_GRAPHS", "false")
     monkeypatch.setenv("POLYVOX_TORCH_COMPILE", "true")
-    config = VoxCPM2Backend.from_settings(Settings(random_weights="tiny", device="cpu")).config
+    config = VoxCPMBackend.from_settings(Settings(random_weights="tiny", device="cpu")).config
     assert (config.prefill_policy, config.cuda_graphs, config.compile) == ("separate", False, True)
     monkeypatch.setenv("POLYVOX_PREFILL_POLICY", "sometimes")
     with pytest.raises(ValueError, match="prefill_policy"):
@@ -56,10 +56,10 @@ def test_torch_threads_default_to_half_the_cores_on_cpu_and_apply_to_the_engine_
     import torch
 
     tiny = {"random_weights": "tiny", "device": "cpu", "num_kv_blocks": 64, "engine_process": False}
-    backend = VoxCPM2Backend.from_settings(Settings(**tiny))
+    backend = VoxCPMBackend.from_settings(Settings(**tiny))
     assert backend.torch_threads == max(1, (os.cpu_count() or 1) // 2)
     monkeypatch.setenv("POLYVOX_TORCH_THREADS", "3")
-    backend = VoxCPM2Backend.from_settings(Settings(**tiny))
+    backend = VoxCPMBackend.from_settings(Settings(**tiny))
     assert backend.torch_threads == 3
 
     before = torch.get_num_threads()

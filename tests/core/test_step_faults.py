@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from helpers.server import running_server
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.server.app import create_app
@@ -23,7 +23,7 @@ def model() -> VoxCPM2:
 
 
 def test_a_failed_step_fails_its_batch_and_the_waiting_requests_are_served(model):
-    backend = VoxCPM2Backend(model, BatchingConfig(max_num_seqs=2, num_kv_blocks=512), max_patches=6)
+    backend = VoxCPMBackend(model, BatchingConfig(max_num_seqs=2, num_kv_blocks=512), max_patches=6)
     with running_server(create_app(Settings(max_concurrent_requests=8), backend)) as url:
         runner = backend._step_loop.core.runner
         real_run = runner.run

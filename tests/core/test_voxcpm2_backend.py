@@ -1,4 +1,4 @@
-"""The async engine and `VoxCPM2Backend` on the tiny random VoxCPM2: streaming, cancellation, cloning,
+"""The async engine and `VoxCPMBackend` on the tiny random VoxCPM2: streaming, cancellation, cloning,
 input errors, and engine metrics through the real server."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from helpers.server import running_server
 from polyvox.backends.base import Backend, ReferenceAudio, SynthesisRequest
 from polyvox.backends.errors import BackendInputError, EmptyInput
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.async_core import AsyncEngineCore
 from polyvox.core.config import BatchingConfig
 from polyvox.core.sequence import SamplingParams
@@ -47,7 +47,7 @@ def reference(seconds: float = 0.8, rate: int = 24000, transcript: str | None = 
     return ReferenceAudio(samples, rate, hashlib.sha256(samples.tobytes()).hexdigest(), transcript)
 
 
-async def collect(backend: VoxCPM2Backend, request: SynthesisRequest) -> list[np.ndarray]:
+async def collect(backend: VoxCPMBackend, request: SynthesisRequest) -> list[np.ndarray]:
     return [chunk async for chunk in backend.generate(request)]
 
 
@@ -84,7 +84,7 @@ def test_async_core_streams_concurrent_requests_and_closing_one_cancels_it(tiny)
 
 def test_voxcpm2_engine_meets_the_engine_contract_and_streams_160ms_chunks(model):
     async def main():
-        backend = VoxCPM2Backend(model, BatchingConfig(num_kv_blocks=256))
+        backend = VoxCPMBackend(model, BatchingConfig(num_kv_blocks=256))
         assert isinstance(backend, Backend)
         can = backend.info.capabilities
         assert backend.info.sample_rate == 48000
@@ -105,7 +105,7 @@ def test_voxcpm2_engine_meets_the_engine_contract_and_streams_160ms_chunks(model
 
 
 def test_voxcpm2_engine_rejects_bad_input(model):
-    backend = VoxCPM2Backend(model, BatchingConfig(num_kv_blocks=64))
+    backend = VoxCPMBackend(model, BatchingConfig(num_kv_blocks=64))
     with pytest.raises(EmptyInput) as err:
         backend.checked(SynthesisRequest("   "))
     assert err.value.param == "input"
@@ -118,7 +118,7 @@ def test_voxcpm2_engine_rejects_bad_input(model):
 
 def test_cloning_from_a_reference_and_reusing_it_hits_the_prefix_cache(model):
     async def main():
-        backend = VoxCPM2Backend(model, BatchingConfig(num_kv_blocks=256, kv_block_size=4))
+        backend = VoxCPMBackend(model, BatchingConfig(num_kv_blocks=256, kv_block_size=4))
         await backend.start()
         try:
             ref = reference(1.2)
@@ -149,7 +149,7 @@ def _metric(text: str, name: str) -> float:
 
 
 def test_metrics_show_the_batching_engine_at_work(model):
-    backend = VoxCPM2Backend(model, BatchingConfig(max_num_seqs=16, num_kv_blocks=512), max_patches=3)
+    backend = VoxCPMBackend(model, BatchingConfig(max_num_seqs=16, num_kv_blocks=512), max_patches=3)
     with running_server(create_app(Settings(), backend)) as url:
 
         async def main():

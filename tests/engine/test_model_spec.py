@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.engine.model_spec import ModelSpec
 from polyvox.runtime.startup import StartupError
 from polyvox.settings import Settings
@@ -27,4 +27,4 @@ def test_data_parallel_ranks_on_the_cpu_share_it():
 def test_data_parallel_without_engine_processes_is_refused_at_start():
     settings = Settings(random_weights="tiny", device="cpu", data_parallel_size=2, engine_process=False)
     with pytest.raises(StartupError, match="engine_process"):
-        VoxCPM2Backend.from_settings(settings)
+        VoxCPMBackend.from_settings(settings)

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from polyvox.backends.base import SynthesisRequest
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.settings import Settings
 
 REQUEST = SynthesisRequest(text="The same words, the same seed.", seed=7, max_patches=6)
 
 
-async def _speak(backend: VoxCPM2Backend, copies: int) -> tuple[list[np.ndarray], list[int]]:
+async def _speak(backend: VoxCPMBackend, copies: int) -> tuple[list[np.ndarray], list[int]]:
     """The copies' audio, and the patches each rank made."""
 
     async def one() -> np.ndarray:
@@ -39,7 +39,7 @@ def _audio(engine_process: bool, data_parallel_size: int = 1, copies: int = 1) -
         engine_process=engine_process,
         data_parallel_size=data_parallel_size,
     )
-    backend = VoxCPM2Backend.from_settings(settings)
+    backend = VoxCPMBackend.from_settings(settings)
     audio, patches = asyncio.run(_speak(backend, copies))
     assert patches == [6 * copies // data_parallel_size] * data_parallel_size  # every rank served its share
     return audio

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from polyvox.backends.base import SynthesisRequest
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.engine.client import EngineClient, EngineDied
 from polyvox.engine.connected import ConnectedEngineClient, peer_identity
 from polyvox.settings import Settings
@@ -39,7 +39,7 @@ async def _until(condition, what: str, timeout: float = 60.0) -> None:
 
 async def _scenario(socket_dir: str) -> None:
     settings = Settings(random_weights="tiny", device="cpu", num_kv_blocks=256, torch_threads=1)
-    backend = VoxCPM2Backend.from_settings(settings, socket_dir)
+    backend = VoxCPMBackend.from_settings(settings, socket_dir)
     spec = backend.engine.specs[0]
     owner = EngineClient(0, spec, backend.options, socket_dir)
     connected = ConnectedEngineClient(0, owner.address)
@@ -89,6 +89,6 @@ def test_two_clients_share_one_engine_process_forget_and_follow_its_restart():
 def test_connected_ranks_need_the_launchers_socket_directory():
     from polyvox.engine.data_parallel import DataParallelEngine
 
-    backend = VoxCPM2Backend.from_settings(Settings(random_weights="tiny", device="cpu"))
+    backend = VoxCPMBackend.from_settings(Settings(random_weights="tiny", device="cpu"))
     with pytest.raises(ValueError, match="socket_dir"):
         DataParallelEngine([dataclasses.replace(backend.engine.specs[0])], backend.options, connect=True)

@@ -217,10 +217,10 @@ def test_deadline_while_streaming_sse_ends_with_an_error_event(serve) -> None:
 
 
 def test_voxcpm2_step_failure_fails_its_requests_and_the_engine_keeps_serving() -> None:
-    from polyvox.backends.voxcpm2 import VoxCPM2Backend
+    from polyvox.backends.voxcpm import VoxCPMBackend
     from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
-    backend = VoxCPM2Backend(VoxCPM2.random("tiny", device="cpu", dtype="float32"), max_patches=6)
+    backend = VoxCPMBackend(VoxCPM2.random("tiny", device="cpu", dtype="float32"), max_patches=6)
     app = create_app(Settings(max_concurrent_requests=8), backend)
     with running_server(app) as url:
         runner = backend._step_loop.core.runner

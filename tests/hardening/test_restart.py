@@ -86,11 +86,11 @@ def test_an_engine_that_never_started_is_not_restarted(serve) -> None:
 
 
 def test_voxcpm2_step_loop_that_gives_up_is_restarted_and_serves_again() -> None:
-    from polyvox.backends.voxcpm2 import VoxCPM2Backend
+    from polyvox.backends.voxcpm import VoxCPMBackend
     from polyvox.core.async_core import MAX_CONSECUTIVE_FAILURES
     from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
-    backend = VoxCPM2Backend(VoxCPM2.random("tiny", device="cpu", dtype="float32"), max_patches=6)
+    backend = VoxCPMBackend(VoxCPM2.random("tiny", device="cpu", dtype="float32"), max_patches=6)
     app = create_app(Settings(max_concurrent_requests=8), backend)
     with running_server(app) as url, httpx.Client(timeout=60) as client:
         broken = backend._step_loop

@@ -17,7 +17,7 @@ import pytest
 
 from helpers.serve_process import polyvox_serve
 from polyvox.backends.fake import FakeBackend
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.cache import default_cache_dir, open_cache
 from polyvox.settings import Settings
 
@@ -128,7 +128,7 @@ def test_each_engine_name_reaches_the_batching_engine_as_it_did_in_uttera(
 ) -> None:
     """uttera-tts-vllm's own defaults (0.45, 32, 16384) are valid values here too."""
     monkeypatch.setenv(name, value)
-    backend = VoxCPM2Backend.from_settings(Settings(random_weights="tiny", device="cpu", num_kv_blocks=16))
+    backend = VoxCPMBackend.from_settings(Settings(random_weights="tiny", device="cpu", num_kv_blocks=16))
     assert where(backend) == type(where(backend))(value)
 
 

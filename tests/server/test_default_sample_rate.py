@@ -18,7 +18,7 @@ from helpers.server import running_server
 from polyvox.audio import formats
 from polyvox.backends.base import SynthesisRequest
 from polyvox.backends.factory import with_text_frontend
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.server.app import create_app
@@ -51,7 +51,7 @@ def client_for(tiny_model) -> Iterator:
 
         def start(**overrides) -> openai.OpenAI:
             settings = Settings(request_timeout_s=600, **overrides)
-            backend = FixedLength(VoxCPM2Backend(tiny_model, BatchingConfig(num_kv_blocks=256)))
+            backend = FixedLength(VoxCPMBackend(tiny_model, BatchingConfig(num_kv_blocks=256)))
             url = stack.enter_context(
                 running_server(create_app(settings, with_text_frontend(backend, settings)))
             )

@@ -28,7 +28,7 @@ from helpers.official import import_voxcpm
 from helpers.server import running_server
 from polyvox.backends.base import SynthesisRequest
 from polyvox.backends.factory import with_text_frontend
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.server.app import create_app
@@ -69,7 +69,7 @@ def tiny_model() -> VoxCPM2:
 
 @pytest.fixture(scope="module")
 def engine(tiny_model) -> FixedLength:
-    return FixedLength(VoxCPM2Backend(tiny_model, BatchingConfig(num_kv_blocks=256)))
+    return FixedLength(VoxCPMBackend(tiny_model, BatchingConfig(num_kv_blocks=256)))
 
 
 @pytest.fixture(scope="module")

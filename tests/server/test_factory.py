@@ -30,9 +30,9 @@ def test_a_checkpoint_or_random_weights_select_voxcpm2(
             calls.append(settings)
             return "voxcpm2 engine"
 
-    module = type(sys)("polyvox.backends.voxcpm2")
-    module.VoxCPM2Backend = Recorder
-    monkeypatch.setitem(sys.modules, "polyvox.backends.voxcpm2", module)
+    module = type(sys)("polyvox.backends.voxcpm")
+    module.VoxCPMBackend = Recorder
+    monkeypatch.setitem(sys.modules, "polyvox.backends.voxcpm", module)
     settings = Settings(**overrides)
     assert build_model_backend(settings) == "voxcpm2 engine"
     assert calls == [settings]

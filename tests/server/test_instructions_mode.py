@@ -27,7 +27,7 @@ from helpers.backends import BackendWrapper
 from helpers.server import running_server
 from polyvox.backends.base import SynthesisRequest
 from polyvox.backends.factory import with_text_frontend
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.server.app import create_app
@@ -70,7 +70,7 @@ def serve(tiny_model) -> Iterator:
 
         def start(**overrides) -> tuple[str, Recording]:
             settings = Settings(request_timeout_s=600, **overrides)
-            backend = Recording(VoxCPM2Backend(tiny_model, BatchingConfig(num_kv_blocks=256)))
+            backend = Recording(VoxCPMBackend(tiny_model, BatchingConfig(num_kv_blocks=256)))
             app = create_app(settings, with_text_frontend(backend, settings))
             return stack.enter_context(running_server(app)), backend
 

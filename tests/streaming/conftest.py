@@ -22,7 +22,7 @@ from helpers.clips import wav_bytes
 from helpers.server import running_server
 from polyvox.backends.base import SynthesisRequest
 from polyvox.backends.factory import with_text_frontend
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.server.app import create_app
@@ -37,7 +37,7 @@ LONG_PATCHES = 300
 class Forced(BackendWrapper):
     """The VoxCPM2 engine with fixed generation lengths, a log of requests, and an optional hold."""
 
-    def __init__(self, inner: VoxCPM2Backend):
+    def __init__(self, inner: VoxCPMBackend):
         super().__init__(inner)
         self.requests: list[SynthesisRequest] = []
         self.hold: Callable[[SynthesisRequest], bool] | None = None
@@ -89,7 +89,7 @@ def tiny_server(tiny_model) -> Iterator[Callable[..., tuple[str, Forced]]]:
         def start(**overrides) -> tuple[str, Forced]:
             overrides.setdefault("request_timeout_s", 600)
             settings = Settings(**overrides)
-            backend = Forced(VoxCPM2Backend(tiny_model, BatchingConfig(num_kv_blocks=1024)))
+            backend = Forced(VoxCPMBackend(tiny_model, BatchingConfig(num_kv_blocks=1024)))
             app = create_app(settings, with_text_frontend(backend, settings))
             return stack.enter_context(running_server(app)), backend
 
@@ -100,7 +100,7 @@ def tiny_server(tiny_model) -> Iterator[Callable[..., tuple[str, Forced]]]:
 def shared(tiny_model) -> Iterator[tuple[str, Forced]]:
     """One server for a module's tests that need no special settings."""
     settings = Settings(request_timeout_s=600)
-    backend = Forced(VoxCPM2Backend(tiny_model, BatchingConfig(num_kv_blocks=1024)))
+    backend = Forced(VoxCPMBackend(tiny_model, BatchingConfig(num_kv_blocks=1024)))
     with running_server(create_app(settings, with_text_frontend(backend, settings))) as url:
         yield url, backend
 

@@ -10,7 +10,7 @@ import pytest
 
 from helpers.server import running_server
 from polyvox.backends.factory import with_text_frontend
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 from polyvox.server.app import create_app
@@ -28,14 +28,14 @@ def tiny_model() -> VoxCPM2:
 def voxcpm_server(tiny_model, tmp_path) -> Callable[..., AbstractContextManager[str]]:
     """`with voxcpm_server(**settings) as url:` serves the tiny VoxCPM2 behind the text front end (as
     `polyvox serve` does) with voices in `tmp_path / "voices"` unless `voices_dir` is given;
-    `voxcpm_server.engine` is the last server's VoxCPM2Backend."""
+    `voxcpm_server.engine` is the last server's VoxCPMBackend."""
 
     @contextmanager
     def serve(**overrides) -> Iterator[str]:
         overrides.setdefault("voices_dir", tmp_path / "voices")
         overrides.setdefault("voice_freeze_max_patches", 6)
         settings = Settings(**overrides)
-        backend = VoxCPM2Backend(
+        backend = VoxCPMBackend(
             tiny_model, BatchingConfig(max_num_seqs=32, num_kv_blocks=1024), max_patches=MAX_PATCHES
         )
         app = create_app(settings, with_text_frontend(backend, settings))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from polyvox.backends.base import SynthesisRequest
-from polyvox.backends.voxcpm2 import VoxCPM2Backend
+from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.config import BatchingConfig
 from polyvox.settings import Settings
 from polyvox.voices import ClipLimits, clip_rate, load_clip
@@ -14,7 +14,7 @@ from voices.clips import wav_clip
 
 
 def test_the_prompt_cache_is_a_bounded_lru_keyed_by_content(tiny_model):
-    backend = VoxCPM2Backend(tiny_model, BatchingConfig(num_kv_blocks=256), prompt_cache_size=2)
+    backend = VoxCPMBackend(tiny_model, BatchingConfig(num_kv_blocks=256), prompt_cache_size=2)
     rate = clip_rate(backend.info)
     a, b, c = (load_clip(wav_clip(1.2, pitch=p), ClipLimits(), rate) for p in (110.0, 170.0, 230.0))
     same_as_a = load_clip(wav_clip(1.2, pitch=110.0), ClipLimits(), rate)  # equal bytes, another object
@@ -42,4 +42,4 @@ def test_the_prompt_cache_is_a_bounded_lru_keyed_by_content(tiny_model):
 
 def test_the_prompt_cache_size_comes_from_the_settings():
     settings = Settings(random_weights="tiny", device="cpu", voice_prompt_cache_size=5)
-    assert VoxCPM2Backend.from_settings(settings).prompt_cache_size == 5
+    assert VoxCPMBackend.from_settings(settings).prompt_cache_size == 5

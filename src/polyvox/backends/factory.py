@@ -22,9 +22,9 @@ def build_model_backend(settings: Settings, engine_sockets: str | None = None) -
     adapters (`lora`) given to an engine that serves none: they would be ignored without a word."""
     if settings.model or settings.random_weights:
         require_torch("--model" if settings.model else "--random-weights")
-        from polyvox.backends.voxcpm2 import VoxCPM2Backend
+        from polyvox.backends.voxcpm import VoxCPMBackend
 
-        return VoxCPM2Backend.from_settings(settings, engine_sockets, connect=engine_sockets is not None)
+        return VoxCPMBackend.from_settings(settings, engine_sockets, connect=engine_sockets is not None)
 
     from polyvox.backends.embedded import EmbeddedBackend
 

@@ -1,4 +1,4 @@
-"""`Engine`: what `VoxCPM2Backend` drives, in a thread of the server (`InThreadEngine`) or in engine
+"""`Engine`: what `VoxCPMBackend` drives, in a thread of the server (`InThreadEngine`) or in engine
 processes, one per data-parallel rank (`DataParallelEngine`). Statistics come per rank."""
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ class Launcher:
             raise StartupError(
                 "api_server_count > 1 needs engine_process on: the API processes share its ranks"
             )
-        from polyvox.backends.voxcpm2 import engine_ranks
+        from polyvox.backends.voxcpm import engine_ranks
 
         return engine_ranks(s, str(self.engine_sockets))  # the ranks alone: no back end around them
 

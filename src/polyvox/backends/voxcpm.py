@@ -1,4 +1,5 @@
-"""`VoxCPM2Backend`: VoxCPM2 behind the Backend contract, the API side of it.
+"""`VoxCPMBackend`: a VoxCPM model of any release (VoxCPM2, VoxCPM 1.5, VoxCPM-0.5B) behind the Backend
+contract, the API side of it.
 
 It checks requests (`validate`), says what the model is (`info`, known before the weights load) and
 hands requests to an `Engine`: the batching engine in a thread of this process (`InThreadEngine`), or
@@ -71,7 +72,7 @@ if TYPE_CHECKING:
 MAX_REFERENCE_SECONDS = 60.0
 
 
-class VoxCPM2Backend(Backend):
+class VoxCPMBackend(Backend):
     def __init__(
         self,
         model: SpeechModel | ModelSource,
@@ -123,7 +124,7 @@ class VoxCPM2Backend(Backend):
     @classmethod
     def from_settings(
         cls, settings: Settings, engine_sockets: str | None = None, connect: bool = False
-    ) -> VoxCPM2Backend:
+    ) -> VoxCPMBackend:
         """`engine_sockets`: the directory the engine ranks' sockets go in; `connect`: the ranks there
         belong to the launcher (an API process behind `api_server_count`), this back end only connects."""
         from polyvox.engine.model_spec import ModelSpec
