@@ -63,12 +63,13 @@ serve: $(if $(call arg,MODEL),$(VENV)/.installed-voxcpm,$(VENV)/.installed)
 	$(VENV)/bin/polyvox serve $(SERVE_FLAGS)
 
 # The tests run side by side in TEST_WORKERS processes (pytest-xdist; a test file stays in one worker, so
-# its module-scoped servers start once): half of a test's time is spent waiting (for a server, a process,
-# a socket), so two workers on CI's two cores take about half the wall time of one.
+# its module-scoped servers start once): one at a time the suite keeps one core busy, waiting the rest (for a
+# server, a process, a socket), so two workers on CI's two cores take about 60 % of its wall time
+# (BENCHMARKS.md).
 TEST_WORKERS ?= 2
 # Python's bytecode cache on for the tests even where the environment turns it off (PYTHONDONTWRITEBYTECODE):
-# the suite starts hundreds of Python processes (`polyvox serve`, engine processes, the CLI), and each
-# compiled src/ anew without it (about a second of CPU each).
+# the suite starts hundreds of Python processes (`polyvox serve`, engine processes, the CLI), and without it
+# each compiles the src/ it imports anew.
 TEST_ENV := PYTHONDONTWRITEBYTECODE=
 
 test: $(VENV)/.installed-test
