@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from dataclasses import dataclass, field
 
 import httpx
@@ -29,20 +28,6 @@ def speak(url: str, text: str, voice: str = "alloy", **extra) -> httpx.Response:
 
 def per_rank(samples: dict, name: str) -> list[float]:
     return [value(samples, name, rank=str(rank)) for rank in range(2)]
-
-
-def wait_until(condition, what: str, timeout: float = 60.0) -> None:
-    assert became(condition, timeout), f"timed out waiting until {what}"
-
-
-def became(condition, timeout: float) -> bool:
-    """Whether `condition()` held within `timeout` seconds (asked every 50 ms)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def routed_per_rank(samples: dict, ranks: int = 2) -> list[float]:

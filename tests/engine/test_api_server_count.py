@@ -36,13 +36,13 @@ from engine.serving import (
     rerouted,
     routed_per_rank,
     speak,
-    wait_until,
 )
 from helpers.audio import decode
 from helpers.connection_owners import connection_counts, owner_of
 from helpers.metrics import scrape, value
 from helpers.raw_http import address
 from helpers.serve_process import free_port, polyvox_serve
+from helpers.waiting import wait_until
 from polyvox.models.lora.files import AdapterConfig
 from polyvox.models.lora.random_adapter import write_random_adapter
 from polyvox.models.voxcpm2.config import VoxCPM2Config

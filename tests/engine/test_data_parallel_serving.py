@@ -27,12 +27,12 @@ from engine.serving import (
     rerouted,
     routed_per_rank,
     speak,
-    wait_until,
 )
 from helpers.audio import decode, duration
 from helpers.metrics import scrape, value
 from helpers.serve_process import polyvox_serve
 from helpers.server import running_server
+from helpers.waiting import wait_until
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import httpx
 
 from engine.processes import alive, engine_pid_of_rank, engine_pids, kill9
-from engine.serving import FLAGS, LONG, SPEECH, speak, wait_until
+from engine.serving import FLAGS, LONG, SPEECH, speak
 from helpers.serve_process import polyvox_serve
+from helpers.waiting import wait_until
 
 
 def descendants(pid: int) -> set[int]:

@@ -13,10 +13,11 @@ import openai
 import pytest
 
 from engine.processes import engine_pid_of_rank, freeze, kill9
-from engine.serving import FLAGS, Stream, rerouted, routed_per_rank, speak, wait_until
+from engine.serving import FLAGS, Stream, rerouted, routed_per_rank, speak
 from helpers.audio import decode, duration
 from helpers.metrics import scrape, value
 from helpers.serve_process import polyvox_serve
+from helpers.waiting import wait_until
 
 ONE_RANK = list(FLAGS)
 ONE_RANK[ONE_RANK.index("--data-parallel-size") + 1] = "1"

@@ -15,9 +15,10 @@ import time
 import httpx
 
 from engine.processes import alive, engine_pids, kill9
-from engine.serving import FLAGS, LONG, SPEECH, routed_per_rank, speak, wait_until
+from engine.serving import FLAGS, LONG, SPEECH, routed_per_rank, speak
 from helpers.metrics import scrape, value
 from helpers.serve_process import free_port, polyvox_serve
+from helpers.waiting import wait_until
 
 VOICES = ("alloy", "echo")
 

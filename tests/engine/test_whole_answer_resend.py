@@ -18,10 +18,11 @@ import openai
 import pytest
 
 from engine.processes import alive, engine_pid_of_rank, freeze, kill9
-from engine.serving import FLAGS, per_rank, routed_per_rank, speak, wait_until
+from engine.serving import FLAGS, per_rank, routed_per_rank, speak
 from helpers.audio import decode, duration
 from helpers.metrics import scrape, value
 from helpers.serve_process import polyvox_serve
+from helpers.waiting import wait_until
 
 HANG_TIMEOUT_S = 5
 

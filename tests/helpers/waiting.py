@@ -7,11 +7,9 @@ import time
 from collections.abc import Callable
 
 
-def wait_until(
-    condition: Callable[[], object], what: str, timeout_s: float = 30.0, every_s: float = 0.05
-) -> None:
-    """Return once `condition()` is truthy; fail naming `what` after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
+def wait_until(condition: Callable[[], object], what: str, timeout: float = 60.0) -> None:
+    """Return once `condition()` is truthy (asked every 50 ms); fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(every_s)
+        time.sleep(0.05)

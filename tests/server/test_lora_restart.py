@@ -14,10 +14,11 @@ import numpy as np
 import openai
 
 from engine.processes import engine_pids
-from engine.serving import per_rank, wait_until
+from engine.serving import per_rank
 from helpers.audio import decode
 from helpers.metrics import scrape
 from helpers.serve_process import polyvox_serve
+from helpers.waiting import wait_until
 from polyvox.models.lora.files import AdapterConfig
 from polyvox.models.lora.random_adapter import write_random_adapter
 from polyvox.models.voxcpm2.config import VoxCPM2Config
