@@ -10,14 +10,15 @@ TABS = ("speak", "clone", "voices", "server", "code")
 
 
 def open_playground(page, url: str, key: str | None = None, path: str = "/") -> None:
-    """Load the page; with `key`, enter it as a user does. Waits until the voices are listed (or the
-    page has said why not)."""
+    """Load the page; with `key`, enter it as a user does. Waits until the server's voices are listed
+    (its config has arrived before them) or the page has said why not."""
     page.goto(url + path)
     if key is not None:
         page.fill("#api-key", key)
         page.click("#key-form button[type=submit]")
+    # the page's own markup holds a "loading…" option (value ""): wait for a voice the server listed
     page.wait_for_function(
-        "document.querySelectorAll('#speak-voice option').length > 0"
+        "document.querySelector('#speak-voice option:not([value=\"\"])') !== null"
         " || !document.getElementById('notice').hidden"
     )
 
