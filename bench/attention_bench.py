@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import torch
 import torch.nn.functional as F
 
-from polyvox.models.voxcpm2.attention import AttentionMetadata, gather_context, paged_attention
+from polyvox.models.layers.attention import AttentionMetadata, gather_context, paged_attention
 
 HEADS, KV_HEADS, HEAD_DIM, BLOCK = 16, 2, 128, 16
 

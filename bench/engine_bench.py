@@ -27,10 +27,10 @@ import torch
 from polyvox.core.config import BatchingConfig
 from polyvox.core.core import EngineCore
 from polyvox.core.sequence import SamplingParams, SequenceStatus
-from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.prompt import build_prompt
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
-from polyvox.models.voxcpm2.prompt import build_prompt
 
 TEXT = "The quick brown fox jumps over the lazy dog while the band plays on. "
 PATCH_S = 0.16
@@ -188,7 +188,7 @@ def run_closed_loop(
 def check(device: torch.device) -> dict:
     """Correctness on this device (tiny, fp32): batched vs alone, CUDA graphs vs eager, vs the batch-1
     generator. Returns the largest latent differences."""
-    from polyvox.models.voxcpm2.generate import generate_latent_sequence
+    from polyvox.models.generate import generate_latent_sequence
 
     config, lm, vae = build_model("tiny", device, torch.float32)
     prompts = [make_prompt(config, i, 1 + i % 3) for i in range(12)]

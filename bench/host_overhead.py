@@ -43,10 +43,10 @@ from polyvox.core.config import BatchingConfig
 from polyvox.core.core import BatchingStats, EngineCore, StepOutput
 from polyvox.core.sequence import SamplingParams
 from polyvox.engine.messages import Chunk, Outputs, encode
-from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.prompt import Prompt
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
-from polyvox.models.voxcpm2.prompt import Prompt
 
 PHASES = ("schedule", "inputs", "outputs", "serialise", "send")
 # Phases are timed in CPU time of the engine thread: on a shared machine, time it spends descheduled

@@ -24,9 +24,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from polyvox.core.config import BatchingConfig
 from polyvox.core.core import EngineCore
 from polyvox.core.sequence import SamplingParams
-from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.prompt import build_prompt
 from polyvox.models.voxcpm2.model import VoxCPM2LM
-from polyvox.models.voxcpm2.prompt import build_prompt
 
 PHASES = {"_prefill": "prefill", "_advance": "advance", "_solve": "dit_solve", "_decode_audio": "vae_decode"}
 

@@ -8,8 +8,8 @@ import types
 import torch
 
 from polyvox.core.sequence import SamplingParams
-from polyvox.models.voxcpm2 import attention
-from polyvox.models.voxcpm2.attention import use_backend
+from polyvox.models.layers import attention
+from polyvox.models.layers.attention import use_backend
 
 
 def test_an_installed_flash_attn_is_not_used_for_cpu_batches(monkeypatch, tiny):

@@ -9,7 +9,7 @@ import torch
 from polyvox.core.graphs import AdvanceGraphs
 from polyvox.core.sequence import SamplingParams, SequenceStatus
 from polyvox.core.vae_graphs import VAEDecodeGraphs
-from polyvox.models.voxcpm2.generate import generate_latent_sequence
+from polyvox.models.generate import generate_latent_sequence
 
 ATOL = 1e-4
 

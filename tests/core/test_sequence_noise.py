@@ -10,7 +10,7 @@ import torch
 
 from polyvox.core.noise import NOISE_BLOCK, NoiseBank
 from polyvox.core.sequence import SamplingParams, Sequence
-from polyvox.models.voxcpm2.prompt import Prompt
+from polyvox.models.prompt import Prompt
 
 
 def prompt(feat_dim: int, patch_size: int) -> Prompt:

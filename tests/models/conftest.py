@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from helpers.official import build_official_model, lm_state_dict
+from polyvox.models.tokenizer import TextTokenizer, build_test_tokenizer
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM
-from polyvox.models.voxcpm2.tokenizer import VoxCPM2Tokenizer, build_test_tokenizer
 
 
 @pytest.fixture(scope="session")
@@ -25,8 +25,8 @@ def tokenizer_dir(tiny_config, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tokenizer(tokenizer_dir) -> VoxCPM2Tokenizer:
-    return VoxCPM2Tokenizer.from_pretrained(tokenizer_dir)
+def tokenizer(tokenizer_dir) -> TextTokenizer:
+    return TextTokenizer.from_pretrained(tokenizer_dir)
 
 
 def polyvox_twin(official, config: VoxCPM2Config) -> VoxCPM2LM:

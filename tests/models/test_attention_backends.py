@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from polyvox.core.config import BatchingConfig
-from polyvox.models.voxcpm2.attention import (
+from polyvox.models.layers.attention import (
     AttentionMetadata,
     _flash_attention,
     gather_context,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from polyvox.models.voxcpm2.attention import AttentionMetadata
-from polyvox.models.voxcpm2.prompt import build_prompt
+from polyvox.models.layers.attention import AttentionMetadata
+from polyvox.models.prompt import build_prompt
 
 BLOCK = 4
 

@@ -14,8 +14,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from polyvox.models.checkpoint import CheckpointError
 from polyvox.models.random_checkpoint import write_random_checkpoint
-from polyvox.models.voxcpm2.checkpoint import CheckpointError
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
 TEXT = "Hello world."
@@ -134,7 +134,7 @@ def test_a_hugging_face_repo_id_resolves_from_the_cache_and_fails_clearly_when_o
     script = textwrap.dedent(
         """
         from polyvox.models.voxcpm2.loaded_model import VoxCPM2
-        from polyvox.models.voxcpm2.checkpoint import CheckpointError
+        from polyvox.models.checkpoint import CheckpointError
         model = VoxCPM2.load("polyvox-test/tiny", device="cpu")
         print("loaded", model.sample_rate)
         try:

@@ -1,7 +1,7 @@
-"""VoxCPM 1.x is built of VoxCPM2's parts by holding them, never by subclassing VoxCPM2's classes: no
-class of `models/voxcpm1/` has a class of `models/voxcpm2/` among its ancestors (both families' LMs and
-configs share `models/speech_lm.py` and `models/speech_config.py` instead), so a change to a VoxCPM2
-class cannot reach VoxCPM 1.x unnoticed through inheritance."""
+"""VoxCPM 1.x is built of the shared parts (`models/layers/`) by holding them, never by subclassing
+VoxCPM2's classes: no class of `models/voxcpm1/` has a class of `models/voxcpm2/` among its ancestors
+(both families' LMs and configs share `models/speech_lm.py` and `models/speech_config.py` instead), so a
+change to a VoxCPM2 class cannot reach VoxCPM 1.x unnoticed through inheritance."""
 
 from __future__ import annotations
 

@@ -22,9 +22,9 @@ from helpers.audio import decode
 from helpers.clips import pyav_file, wav_bytes
 from helpers.official import build_official_model, lm_state_dict
 from polyvox.models.random_checkpoint import write_random_checkpoint
+from polyvox.models.tokenizer import build_test_tokenizer
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
-from polyvox.models.voxcpm2.tokenizer import build_test_tokenizer
 
 TEXT = "Hello world, this is a test."
 PROMPT_TEXT = "今天天气很好。"

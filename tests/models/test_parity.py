@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from helpers.official import build_official_model
+from polyvox.models.generate import generate_latents
+from polyvox.models.prompt import build_prompt
 from polyvox.models.voxcpm2.config import VoxCPM2Config
-from polyvox.models.voxcpm2.generate import generate_latents
-from polyvox.models.voxcpm2.prompt import build_prompt
 
 from .conftest import polyvox_twin
 

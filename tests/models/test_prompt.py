@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from polyvox.models.voxcpm2.generate import capped_max_len
-from polyvox.models.voxcpm2.prompt import build_prompt
+from polyvox.models.generate import capped_max_len
+from polyvox.models.prompt import build_prompt
 
 from .test_parity import mode_inputs
 

@@ -1,4 +1,4 @@
-"""VoxCPM2Tokenizer gives exactly the official ids (LlamaTokenizerFast + mask_multichar_chinese_tokens)."""
+"""TextTokenizer gives exactly the official ids (LlamaTokenizerFast + mask_multichar_chinese_tokens)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from helpers.official import import_voxcpm, official_tokenizer
-from polyvox.models.voxcpm2.tokenizer import RESERVED_TOKENS, VoxCPM2Tokenizer
+from polyvox.models.tokenizer import RESERVED_TOKENS, TextTokenizer
 
 MIXED = [
     "你好世界，今天天气很好。Hello world, 123 times!",
@@ -55,6 +55,6 @@ def test_test_tokenizer_fits_tiny_vocab_with_reserved_audio_ids(tokenizer, tiny_
 
 
 def test_loads_from_file_or_directory(tokenizer_dir):
-    a = VoxCPM2Tokenizer.from_pretrained(tokenizer_dir)
-    b = VoxCPM2Tokenizer.from_pretrained(tokenizer_dir / "tokenizer.json")
+    a = TextTokenizer.from_pretrained(tokenizer_dir)
+    b = TextTokenizer.from_pretrained(tokenizer_dir / "tokenizer.json")
     assert a.encode(MIXED[0]) == b.encode(MIXED[0])

@@ -10,7 +10,7 @@ import types
 import pytest
 import torch
 
-from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig, StreamState, fold_weight_norm
+from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig, StreamState, fold_weight_norm
 
 CFG = AudioVAEConfig.tiny()
 HOP_OUT = math.prod(CFG.decoder_rates)

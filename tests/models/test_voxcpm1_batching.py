@@ -12,8 +12,8 @@ from helpers.clips import wav_bytes
 from polyvox.core.config import BatchingConfig
 from polyvox.core.core import EngineCore
 from polyvox.core.sequence import SamplingParams
+from polyvox.models.generate import generate_latents
 from polyvox.models.voxcpm1.loaded_model import VoxCPM1
-from polyvox.models.voxcpm2.generate import generate_latents
 
 ATOL = 1e-4
 

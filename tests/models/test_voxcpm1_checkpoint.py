@@ -15,8 +15,8 @@ import torch
 from safetensors.torch import load_file
 
 from helpers.official import import_voxcpm
+from polyvox.models.checkpoint import CheckpointError
 from polyvox.models.model_source import checkpoint_source
-from polyvox.models.voxcpm2.checkpoint import CheckpointError
 
 TEXT = "Hello world, this is a test."
 GEN = dict(max_len=4, min_len=2, inference_timesteps=3, cfg_value=2.0)

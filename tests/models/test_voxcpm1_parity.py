@@ -10,14 +10,14 @@ import pytest
 import torch
 
 from helpers.official_v1 import build_official_v1
+from polyvox.models.generate import generate_latents
+from polyvox.models.layers.audio_vae import fold_weight_norm
+from polyvox.models.prompt import build_prompt
+from polyvox.models.tokenizer import TextTokenizer, build_test_tokenizer
 from polyvox.models.voxcpm1.audio_vae import audio_vae_v1
 from polyvox.models.voxcpm1.config import VoxCPM1Config
 from polyvox.models.voxcpm1.loaded_model import STREAMING_PREFIX_LEN
 from polyvox.models.voxcpm1.model import VoxCPM1LM
-from polyvox.models.voxcpm2.audio_vae import fold_weight_norm
-from polyvox.models.voxcpm2.generate import generate_latents
-from polyvox.models.voxcpm2.prompt import build_prompt
-from polyvox.models.voxcpm2.tokenizer import VoxCPM2Tokenizer, build_test_tokenizer
 
 TEXT = "你好世界，今天天气很好 hello world 123"
 PROMPT_TEXT = "我们喜欢中文语音合成。"
@@ -31,7 +31,7 @@ def tokenizer_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tokenizer(tokenizer_dir):
-    return VoxCPM2Tokenizer.from_pretrained(tokenizer_dir)
+    return TextTokenizer.from_pretrained(tokenizer_dir)
 
 
 @pytest.fixture(scope="module", params=VARIANTS)

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from polyvox.models.family import ModelFamily
+from polyvox.models.layers.audio_vae import AudioVAEConfig
 from polyvox.models.loaded_model import LoadedModel
 from polyvox.models.speech_config import SpeechConfig
 from polyvox.models.voxcpm1.family import FAMILY as VOXCPM1
-from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
 from polyvox.models.voxcpm2.family import FAMILY as VOXCPM2
 
 FAMILIES: tuple[ModelFamily, ...] = (VOXCPM1, VOXCPM2)

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from polyvox.models.layers.audio_vae import AudioVAEConfig
 from polyvox.models.loaded_model import LoadedModel
 from polyvox.models.speech_config import SpeechConfig
-from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
 
 
 @dataclass(frozen=True)

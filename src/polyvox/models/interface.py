@@ -1,10 +1,11 @@
-"""The seam between the engine and the model families: the engine (engine/, core/) imports no
-family (`lint-imports` checks it); it reaches a model's parts through this module, and otherwise only
-what names no family (the registry's lookups in `architectures.py`, `model_source.py`, `lora/`), so a
-new family is a folder and a registration. `SpeechModel` is what the engine asks of a loaded model, of
-any family: its parts for the engine core (config, LM, AudioVAE, where it runs), its prompts
-(`build_prompt`, with a voice clip encoded by `encode_clip`), its length cap, and what it is (`arch`,
-its rates). Every family's `LoadedModel` is one. The rest are the parts every family is built of, as
+"""The seam between the engine and the model families: the engine (engine/, core/) imports no family, not
+even through another module (`lint-imports` checks it); it reaches a model's parts through this module,
+and otherwise only what names no family (the registry's lookups in `architectures.py`, which import a
+family on first use, `model_source.py`, `lora/`), so a new family is a folder and a registration.
+`SpeechModel` is what the engine asks of a loaded model, of any family: its parts for the engine core
+(config, LM, AudioVAE, where it runs), its prompts (`build_prompt`, with a voice clip encoded by
+`encode_clip`), its length cap, and what it is (`arch`, its rates). Every family's `LoadedModel` is one.
+The rest are the parts every family is built of (`layers/` and the shared modules beside this one), as
 the engine core drives them: `SpeechLM` (the step methods) and `SpeechConfig`, the AudioVAE and its
 streaming state, the paged KV cache and attention metadata, host-to-device copies, the device a model
 runs on (`resolve_device`); `Prompt` is the prompt every family builds, `Padding` the side a clip is
@@ -16,20 +17,20 @@ from typing import TYPE_CHECKING, Protocol
 
 import torch
 
+from polyvox.models.audio_in import Padding
+from polyvox.models.checkpoint import resolve_device
+from polyvox.models.host_to_device import copy_from_host, device_tensor, to_device
+from polyvox.models.layers.attention import AttentionMetadata, compare_backends, use_backend
+from polyvox.models.layers.audio_vae import AudioVAE, StreamState
+from polyvox.models.layers.kv_cache import PagedKVCache
+from polyvox.models.prompt import Prompt
 from polyvox.models.speech_config import LMConfig, SpeechConfig
 from polyvox.models.speech_lm import SpeechLM
-from polyvox.models.voxcpm2.attention import AttentionMetadata, compare_backends, use_backend
-from polyvox.models.voxcpm2.audio_in import Padding
-from polyvox.models.voxcpm2.audio_vae import AudioVAE, StreamState
-from polyvox.models.voxcpm2.checkpoint import resolve_device
-from polyvox.models.voxcpm2.host_to_device import copy_from_host, device_tensor, to_device
-from polyvox.models.voxcpm2.kv_cache import PagedKVCache
-from polyvox.models.voxcpm2.prompt import Prompt
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from polyvox.models.voxcpm2.tokenizer import VoxCPM2Tokenizer
+    from polyvox.models.tokenizer import TextTokenizer
 
 __all__ = [
     "AttentionMetadata",
@@ -53,7 +54,7 @@ __all__ = [
 
 class SpeechModel(Protocol):
     config: SpeechConfig  # the fields every family's config has
-    tokenizer: VoxCPM2Tokenizer
+    tokenizer: TextTokenizer
     lm: SpeechLM  # every family's LM: the step methods (prefill, decode_patch, advance...)
     vae: AudioVAE
 

@@ -19,11 +19,8 @@ import torch
 from pydantic import ValidationError
 from torch import nn
 
-from polyvox.models.speech_config import SpeechConfig
-from polyvox.models.speech_lm import SpeechLM
-from polyvox.models.voxcpm2.audio_in import Padding, encode_audio_bytes, encode_wav
-from polyvox.models.voxcpm2.audio_vae import AudioVAE, fold_weight_norm
-from polyvox.models.voxcpm2.checkpoint import (
+from polyvox.models.audio_in import Padding, encode_audio_bytes, encode_wav
+from polyvox.models.checkpoint import (
     REFETCH_HINT,
     VAE_FILES,
     VAE_PREFIX,
@@ -38,10 +35,13 @@ from polyvox.models.voxcpm2.checkpoint import (
     resolve_dtype,
     weight_files,
 )
-from polyvox.models.voxcpm2.generate import capped_max_len, generate_latents
-from polyvox.models.voxcpm2.prompt import Prompt
-from polyvox.models.voxcpm2.random_checkpoint import random_lm_tensors, random_vae
-from polyvox.models.voxcpm2.tokenizer import VoxCPM2Tokenizer, build_test_tokenizer
+from polyvox.models.generate import capped_max_len, generate_latents
+from polyvox.models.layers.audio_vae import AudioVAE, fold_weight_norm
+from polyvox.models.prompt import Prompt
+from polyvox.models.random_weights import random_lm_tensors, random_vae
+from polyvox.models.speech_config import SpeechConfig
+from polyvox.models.speech_lm import SpeechLM
+from polyvox.models.tokenizer import TextTokenizer, build_test_tokenizer
 from polyvox.runtime.startup import stage
 
 AudioInput = bytes | torch.Tensor
@@ -89,7 +89,7 @@ def collapse_whitespace(text: str) -> str:
 @dataclass
 class LoadedModel:
     config: SpeechConfig
-    tokenizer: VoxCPM2Tokenizer
+    tokenizer: TextTokenizer
     lm: SpeechLM
     vae: AudioVAE
 
@@ -165,7 +165,7 @@ class LoadedModel:
             lm_state, vae_state, lm_source, vae_source = read_weights(directory)
             vae = _build_vae(cls.make_vae(config), vae_state, vae_source, device)
             lm = _build_lm(config, lm_state, lm_source, device, dtype, cls.lm_class)
-            tokenizer = VoxCPM2Tokenizer.from_pretrained(directory)
+            tokenizer = TextTokenizer.from_pretrained(directory)
         return cls(config, tokenizer, lm, vae)
 
     @classmethod
@@ -212,14 +212,14 @@ class LoadedModel:
         config = config or cls.default_config(size)
         device = resolve_device(device)
         dtype = resolve_dtype(dtype, device)
-        state = dict(random_lm_tensors(config, seed, dtype=config.torch_dtype, lm_class=cls.lm_class))
+        state = dict(random_lm_tensors(config, cls.lm_class, seed, dtype=config.torch_dtype))
         lm = _build_lm(config, state, f"random {size} weights", device, dtype, cls.lm_class)
-        vae = random_vae(config, seed, cls.make_vae).to(device)
+        vae = random_vae(config, cls.make_vae, seed).to(device)
         with contextlib.ExitStack() as stack:
             if tokenizer_dir is None:
                 tokenizer_dir = stack.enter_context(tempfile.TemporaryDirectory())
             build_test_tokenizer(tokenizer_dir, config.lm_config.vocab_size)
-            tokenizer = VoxCPM2Tokenizer.from_pretrained(tokenizer_dir)
+            tokenizer = TextTokenizer.from_pretrained(tokenizer_dir)
         return cls(config, tokenizer, lm, vae)
 
     def encode_reference(self, data: bytes, padding: Padding = "right") -> torch.Tensor:

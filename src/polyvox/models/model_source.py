@@ -21,9 +21,7 @@ from pydantic import ValidationError
 
 from polyvox.models import modelscope_cache as modelscope
 from polyvox.models.architectures import arch_of, config_for_arch, model_class, parse_config, vae_config
-from polyvox.models.loaded_model import LoadedModel
-from polyvox.models.speech_config import SpeechConfig
-from polyvox.models.voxcpm2.checkpoint import (
+from polyvox.models.checkpoint import (
     CheckpointError,
     download_checkpoint,
     fetch_config,
@@ -32,6 +30,8 @@ from polyvox.models.voxcpm2.checkpoint import (
     resolve_device,
     resolve_dtype,
 )
+from polyvox.models.loaded_model import LoadedModel
+from polyvox.models.speech_config import SpeechConfig
 from polyvox.runtime.startup import stage
 
 MODELSCOPE_PREFIX = "modelscope:"

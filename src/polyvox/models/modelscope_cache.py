@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from polyvox.models.voxcpm2.checkpoint import HUB_PROBE_TIMEOUT_S, CheckpointError
+from polyvox.models.checkpoint import HUB_PROBE_TIMEOUT_S, CheckpointError
 from polyvox.runtime.startup import stage
 
 _DEFAULT_ENDPOINT = "https://modelscope.cn"

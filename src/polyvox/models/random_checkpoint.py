@@ -1,6 +1,6 @@
 """`write_random_checkpoint`: a complete checkpoint directory of any release polyvox serves, with random
 weights, in the official layout (`polyvox checkpoint random`; tests and benchmarks). The weights come
-from voxcpm2/random_checkpoint.py, shaped by the release's own LM and AudioVAE classes."""
+from random_weights.py, shaped by the release's own LM and AudioVAE classes."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from typing import Literal
 import torch
 
 from polyvox.models.architectures import config_for_arch, model_class
-from polyvox.models.voxcpm2.random_checkpoint import (
+from polyvox.models.random_weights import (
     lm_shapes,
     random_lm_tensors,
     random_vae,
     write_safetensors,
 )
-from polyvox.models.voxcpm2.tokenizer import build_test_tokenizer
+from polyvox.models.tokenizer import build_test_tokenizer
 
 Size = Literal["tiny", "full"]
 
@@ -34,10 +34,10 @@ def write_random_checkpoint(
     out.mkdir(parents=True, exist_ok=True)
     config.to_json(out / "config.json")
     partial = out / "model.safetensors.partial"
-    tensors = random_lm_tensors(config, seed, lm_class=model.lm_class)
+    tensors = random_lm_tensors(config, model.lm_class, seed)
     write_safetensors(partial, lm_shapes(config, model.lm_class), config.torch_dtype, tensors)
     partial.replace(out / "model.safetensors")
-    vae = random_vae(config, seed, model.make_vae)
+    vae = random_vae(config, model.make_vae, seed)
     torch.save({"state_dict": vae.official_state_dict()}, out / "audiovae.pth")
     build_test_tokenizer(out, config.lm_config.vocab_size)
     return out

@@ -1,10 +1,10 @@
 """SpeechLM: everything of a VoxCPM release but the AudioVAE, driven through the batched-inference API
 (`prefill`, `decode_patch`, `stop_logits`, `advance`) that both the batch-1 generator and the
 continuous-batching engine call: two MiniCPM4 stacks (base and residual LM), LocEnc, the LocDiT solve,
-FSQ and the stop head, built of VoxCPM2's parts. A family's LM (`models/voxcpm2/model.py` VoxCPM2LM,
-`models/voxcpm1/model.py` VoxCPM1LM) is a SpeechLM with its LocDiT window, its fusion layers and the two
-fusions (`residual_input`, `dit_condition`). Parameter names are the official ones, so an official
-state_dict (minus `audio_vae.*`) loads unchanged.
+FSQ and the stop head, built of the shared layers (`models/layers/`). A family's LM
+(`models/voxcpm2/model.py` VoxCPM2LM, `models/voxcpm1/model.py` VoxCPM1LM) is a SpeechLM with its LocDiT
+window, its fusion layers and the two fusions (`residual_input`, `dit_condition`). Parameter names are the
+official ones, so an official state_dict (minus `audio_vae.*`) loads unchanged.
 
 Each entry point takes `adapters`, the LoRA adapter slot of every sequence (`lora` is the model's
 `AdapterBank`, set when adapters are served; None: the base model), and names the rows of each part's
@@ -19,15 +19,15 @@ from typing import ClassVar
 import torch
 from torch import nn
 
+from polyvox.models.layers.attention import AttentionMetadata
+from polyvox.models.layers.cfm import UnifiedCFM
+from polyvox.models.layers.fsq import ScalarQuantizationLayer
+from polyvox.models.layers.kv_cache import PagedKVCache
+from polyvox.models.layers.locdit import LocDiT
+from polyvox.models.layers.locenc import LocEnc
+from polyvox.models.layers.minicpm4 import MiniCPM4Model
 from polyvox.models.lora.bank import AdapterBank
 from polyvox.models.speech_config import SpeechConfig
-from polyvox.models.voxcpm2.attention import AttentionMetadata
-from polyvox.models.voxcpm2.cfm import UnifiedCFM
-from polyvox.models.voxcpm2.fsq import ScalarQuantizationLayer
-from polyvox.models.voxcpm2.kv_cache import PagedKVCache
-from polyvox.models.voxcpm2.locdit import LocDiT
-from polyvox.models.voxcpm2.locenc import LocEnc
-from polyvox.models.voxcpm2.minicpm4 import MiniCPM4Model
 
 
 class SpeechLM(nn.Module):

@@ -11,9 +11,9 @@ from polyvox.core.config import BatchingConfig
 from polyvox.core.core import EngineCore
 from polyvox.core.errors import EngineInputError
 from polyvox.core.sequence import SamplingParams
+from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.lora.bank import SlotsBusy
-from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
-from polyvox.models.voxcpm2.prompt import build_prompt
+from polyvox.models.prompt import build_prompt
 
 TOL = 1e-4
 

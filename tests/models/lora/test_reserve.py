@@ -12,11 +12,11 @@ from polyvox.core.config import BatchingConfig
 from polyvox.core.sequence import SamplingParams
 from polyvox.engine.adapters import AdapterOptions
 from polyvox.engine.options import WorkerOptions
+from polyvox.models.layers.fused_linear import FusedLinear
 from polyvox.models.lora.files import AdapterConfig
 from polyvox.models.lora.random_adapter import write_random_adapter
-from polyvox.models.voxcpm2.fused_linear import FusedLinear
+from polyvox.models.prompt import build_prompt
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
-from polyvox.models.voxcpm2.prompt import build_prompt
 
 SLOTS, RANK = 2, 8
 # every linear layer the official LoRAConfig can name: the LMs' and the LocDiT's attention and MLP, the

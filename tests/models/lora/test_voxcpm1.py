@@ -10,11 +10,11 @@ import torch
 from safetensors.torch import save_file
 
 from helpers.official_v1 import build_official_v1
+from polyvox.models.generate import generate_latents
+from polyvox.models.prompt import build_prompt
+from polyvox.models.tokenizer import TextTokenizer, build_test_tokenizer
 from polyvox.models.voxcpm1.config import VoxCPM1Config
 from polyvox.models.voxcpm1.model import VoxCPM1LM
-from polyvox.models.voxcpm2.generate import generate_latents
-from polyvox.models.voxcpm2.prompt import build_prompt
-from polyvox.models.voxcpm2.tokenizer import VoxCPM2Tokenizer, build_test_tokenizer
 
 TEXT = "hello world 123"
 LORA = {"enable_lm": True, "enable_dit": True, "enable_proj": True, "r": 4, "alpha": 8}
@@ -52,7 +52,7 @@ def test_voxcpm1_adapter_latents_match_official(variant, tmp_path):
     bank = ours.serve_adapters(max_loaded=2, max_rank=8)
     bank.register("v1", tmp_path)
     slot = bank.acquire("v1").slot
-    tokenizer = VoxCPM2Tokenizer.from_pretrained(tokenizer_dir)
+    tokenizer = TextTokenizer.from_pretrained(tokenizer_dir)
     prompt = build_prompt(tokenizer, TEXT, patch_size=config.patch_size, feat_dim=config.feat_dim)
     got = torch.stack(
         list(generate_latents(ours, prompt, seed=11, max_len_ratio=6.0, adapter_slot=slot, **kw))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from polyvox.models.voxcpm2.fused_linear import FusedLinear
+from polyvox.models.layers.fused_linear import FusedLinear
 
 from .files import AdapterConfig
 

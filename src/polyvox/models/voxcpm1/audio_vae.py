@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig, CausalConv1d, CausalEncoderBlock
+from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig, CausalConv1d, CausalEncoderBlock
 
 
 def audio_vae_v1(config: AudioVAEConfig) -> AudioVAE:

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
+from polyvox.models.layers.audio_vae import AudioVAEConfig
 from polyvox.models.speech_config import LMConfig, RopeScalingConfig, SpeechConfig
-from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 
 Variant = Literal["voxcpm1", "voxcpm1.5"]

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import cast
 
 from polyvox.models.family import ModelFamily
+from polyvox.models.layers.audio_vae import AudioVAEConfig
 from polyvox.models.speech_config import SpeechConfig
 from polyvox.models.voxcpm1.config import Variant, VoxCPM1Config
 from polyvox.models.voxcpm1.loaded_model import VoxCPM1, v1_config
-from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
 
 
 def _config_for(arch: str, size: str) -> SpeechConfig:

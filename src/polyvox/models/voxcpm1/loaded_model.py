@@ -9,10 +9,10 @@ import os
 
 import torch
 
+from polyvox.models.layers.audio_vae import AudioVAE
 from polyvox.models.loaded_model import AudioInput, LoadedModel, collapse_whitespace
+from polyvox.models.prompt import Prompt, build_prompt
 from polyvox.models.speech_config import SpeechConfig
-from polyvox.models.voxcpm2.audio_vae import AudioVAE
-from polyvox.models.voxcpm2.prompt import Prompt, build_prompt
 
 from .audio_vae import audio_vae_v1
 from .config import Variant, VoxCPM1Config

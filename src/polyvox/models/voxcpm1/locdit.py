@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from polyvox.models.layers.locdit import LocDiT
 from polyvox.models.speech_config import LMConfig
-from polyvox.models.voxcpm2.locdit import LocDiT
 
 
 def v1_window(

@@ -1,4 +1,4 @@
-"""VoxCPM1LM: VoxCPM 1.x but the AudioVAE, a `SpeechLM` (models/speech_lm.py, built of VoxCPM2's parts)
+"""VoxCPM1LM: VoxCPM 1.x but the AudioVAE, a `SpeechLM` (models/speech_lm.py, built of models/layers/)
 with V1's fusions, so the batching engine drives it as it drives VoxCPM2LM: the residual LM's input is the
 base LM's output plus the patch embedding (no fusion layer), the LocDiT's conditioning is the sum of the
 two LM projections, added to its time embedding (LocDiT V1's window). Parameter names are the official

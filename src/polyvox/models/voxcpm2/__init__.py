@@ -1,2 +1,2 @@
-"""VoxCPM2 in PyTorch: config, tokenizer, prompts, the LM side with a paged batched-inference API,
-the AudioVAE and the checkpoint loader."""
+"""VoxCPM2: its config and sizes, its LM (a `SpeechLM` with VoxCPM2's fusions and LocDiT window), its
+loaded model with every prompt mode, and its declaration (`family.py`); built of `models/layers/`."""

@@ -123,3 +123,10 @@ def _lm(hidden, inter, layers, heads, kv_heads, head_dim, vocab, max_pos) -> dic
         "dim_model_base": 256,
         "scale_depth": 1.4,
     }
+
+
+def config_for(size: str) -> VoxCPM2Config:
+    """VoxCPM2's tiny (CPU tests) or full (published size) config."""
+    if size not in ("tiny", "full"):
+        raise ValueError(f"unknown checkpoint size {size!r} (tiny or full)")
+    return VoxCPM2Config.tiny() if size == "tiny" else VoxCPM2Config.full()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from polyvox.models.family import ModelFamily
+from polyvox.models.layers.audio_vae import AudioVAEConfig
 from polyvox.models.speech_config import SpeechConfig
-from polyvox.models.voxcpm2.audio_vae import AudioVAEConfig
+from polyvox.models.voxcpm2.config import config_for
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
-from polyvox.models.voxcpm2.random_checkpoint import config_for
 
 
 def _config_for(arch: str, size: str) -> SpeechConfig:

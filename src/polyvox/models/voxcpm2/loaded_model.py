@@ -3,13 +3,12 @@ zero-shot, voice design, reference cloning, continuation of a transcribed clip, 
 
 from __future__ import annotations
 
+from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig
 from polyvox.models.loaded_model import AudioInput, LoadedModel, collapse_whitespace
+from polyvox.models.prompt import Prompt, build_prompt
 from polyvox.models.speech_config import SpeechConfig
-from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
-from polyvox.models.voxcpm2.config import VoxCPM2Config
+from polyvox.models.voxcpm2.config import VoxCPM2Config, config_for
 from polyvox.models.voxcpm2.model import VoxCPM2LM
-from polyvox.models.voxcpm2.prompt import Prompt, build_prompt
-from polyvox.models.voxcpm2.random_checkpoint import config_for
 
 __all__ = ["AudioInput", "VoxCPM2"]
 

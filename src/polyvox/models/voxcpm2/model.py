@@ -11,11 +11,6 @@ from polyvox.models.speech_lm import SpeechLM
 
 from .locdit import v2_window
 
-AUDIO_START_TOKEN = 101
-AUDIO_END_TOKEN = 102
-REF_AUDIO_START_TOKEN = 103
-REF_AUDIO_END_TOKEN = 104
-
 
 class VoxCPM2LM(SpeechLM):
     lora_default_proj = ["enc_to_lm_proj", "lm_to_dit_proj", "res_to_dit_proj", "fusion_concat_proj"]

@@ -7,10 +7,9 @@ from collections.abc import Iterator
 
 import torch
 
+from polyvox.models.layers.attention import AttentionMetadata
+from polyvox.models.prompt import Prompt
 from polyvox.models.speech_lm import SpeechLM
-
-from .attention import AttentionMetadata
-from .prompt import Prompt
 
 BLOCK_SIZE = 16
 

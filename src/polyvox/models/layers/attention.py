@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .host_to_device import to_device
+from polyvox.models.host_to_device import to_device
 
 BACKENDS = ("auto", "sdpa", "flash")
 _flash: ModuleType | None = None  # the flash_attn module while it is the chosen backend

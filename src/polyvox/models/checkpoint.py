@@ -1,5 +1,6 @@
-"""Reading a VoxCPM2 checkpoint in the official layout (a directory or a Hugging Face repo id) and loading
-its weights into modules, failing fast with a report of missing, unexpected and mis-shaped keys."""
+"""Reading a checkpoint of any VoxCPM release in the official layout (a directory or a Hugging Face repo
+id) and loading its weights into modules, failing fast with a report of missing, unexpected and
+mis-shaped keys."""
 
 from __future__ import annotations
 

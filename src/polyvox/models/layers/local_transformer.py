@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import LMConfig
+from polyvox.models.speech_config import LMConfig
+
 from .minicpm4 import LongRoPE, MiniCPMDecoderLayer, RMSNorm
 
 MAX_WINDOW = 64

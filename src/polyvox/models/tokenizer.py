@@ -1,5 +1,5 @@
-"""VoxCPM2's text tokenizer: the checkpoint's `tokenizer.json` through the `tokenizers` library,
-with no BOS and every multi-character CJK token split into single characters (as the reference
+"""The text tokenizer of every VoxCPM release: the checkpoint's `tokenizer.json` through the `tokenizers`
+library, with no BOS and every multi-character CJK token split into single characters (as the reference
 does), plus a writer for a small test tokenizer that the reference can load as well.
 """
 
@@ -22,7 +22,7 @@ def _is_cjk(text: str) -> bool:
     return all("\u4e00" <= c <= "\u9fff" for c in text)
 
 
-class VoxCPM2Tokenizer:
+class TextTokenizer:
     def __init__(self, tokenizer: Tokenizer, unk_token: str | None = None) -> None:
         self._tokenizer = tokenizer
         vocab = tokenizer.get_vocab(with_added_tokens=True)
@@ -31,7 +31,7 @@ class VoxCPM2Tokenizer:
         self.unk_token_id = vocab.get(unk) if unk else None
 
     @classmethod
-    def from_pretrained(cls, path: str | os.PathLike[str]) -> VoxCPM2Tokenizer:
+    def from_pretrained(cls, path: str | os.PathLike[str]) -> TextTokenizer:
         """Load `tokenizer.json` (a file, or the one in a checkpoint directory)."""
         path = Path(path)
         directory = path if path.is_dir() else path.parent

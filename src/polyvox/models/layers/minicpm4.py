@@ -18,8 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from polyvox.models.speech_config import LMConfig
+
 from .attention import AttentionMetadata, paged_attention, plan_attention
-from .config import LMConfig
 from .fused_linear import FusedLinear, keep_official_names
 from .kv_cache import PagedKVCache
 

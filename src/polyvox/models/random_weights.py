@@ -1,6 +1,6 @@
-"""Random weights for tests and benchmarks, of any family that builds on VoxCPM2's parts: the LM gets
-N(0, 0.02) matrices (norm weights 1, biases 0), the AudioVAE its default initialisation, both from one
-seed; `write_safetensors` writes them tensor by tensor. `models/random_checkpoint.py` makes a whole
+"""Random weights for tests and benchmarks, of any family, shaped by its own LM and AudioVAE classes: the
+LM gets N(0, 0.02) matrices (norm weights 1, biases 0), the AudioVAE its default initialisation, both from
+one seed; `write_safetensors` writes them tensor by tensor. `models/random_checkpoint.py` makes a whole
 checkpoint directory of them."""
 
 from __future__ import annotations
@@ -13,22 +13,14 @@ from pathlib import Path
 
 import torch
 
+from polyvox.models.layers.audio_vae import AudioVAE
 from polyvox.models.speech_config import SpeechConfig
 from polyvox.models.speech_lm import SpeechLM
-from polyvox.models.voxcpm2.audio_vae import AudioVAE, AudioVAEConfig
-from polyvox.models.voxcpm2.config import VoxCPM2Config
-from polyvox.models.voxcpm2.model import VoxCPM2LM
 
 _SAFETENSORS_DTYPES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}
 
 
-def config_for(size: str) -> VoxCPM2Config:
-    if size not in ("tiny", "full"):
-        raise ValueError(f"unknown checkpoint size {size!r} (tiny or full)")
-    return VoxCPM2Config.tiny() if size == "tiny" else VoxCPM2Config.full()
-
-
-def lm_shapes(config: SpeechConfig, lm_class: type[SpeechLM] = VoxCPM2LM) -> dict[str, torch.Size]:
+def lm_shapes(config: SpeechConfig, lm_class: type[SpeechLM]) -> dict[str, torch.Size]:
     """Names and shapes of the LM state, read from a weightless (meta-device) model."""
     with torch.device("meta"):
         lm = lm_class(config)
@@ -37,9 +29,9 @@ def lm_shapes(config: SpeechConfig, lm_class: type[SpeechLM] = VoxCPM2LM) -> dic
 
 def random_lm_tensors(
     config: SpeechConfig,
+    lm_class: type[SpeechLM],
     seed: int = 0,
     dtype: torch.dtype | None = None,
-    lm_class: type[SpeechLM] = VoxCPM2LM,
 ) -> Iterator[tuple[str, torch.Tensor]]:
     """The LM state one tensor at a time (so a full-size state never has to sit in memory at once)."""
     dtype = dtype or config.torch_dtype
@@ -54,15 +46,11 @@ def random_lm_tensors(
         yield name, tensor.to(dtype)
 
 
-def random_vae(
-    config: SpeechConfig, seed: int = 0, make_vae: Callable[[SpeechConfig], AudioVAE] | None = None
-) -> AudioVAE:
-    """An AudioVAE (`make_vae(config)`, VoxCPM2's by default) with its default initialisation drawn from
-    `seed` (the global RNG is left as it was)."""
+def random_vae(config: SpeechConfig, make_vae: Callable[[SpeechConfig], AudioVAE], seed: int = 0) -> AudioVAE:
+    """The family's AudioVAE (`make_vae(config)`) with its default initialisation drawn from `seed` (the
+    global RNG is left as it was)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        if make_vae is None:
-            return AudioVAE(AudioVAEConfig.from_dict(config.audio_vae_config)).eval()
         return make_vae(config).eval()
 
 

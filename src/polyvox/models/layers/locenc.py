@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .config import LMConfig
+from polyvox.models.speech_config import LMConfig
+
 from .local_transformer import LocalTransformer
 
 

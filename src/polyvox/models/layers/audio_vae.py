@@ -1,5 +1,6 @@
-"""AudioVAE V2 of VoxCPM2: a causal encoder (16 kHz wav -> latents at 25 Hz) and a sample-rate-conditioned
-causal decoder (latents -> 48 kHz wav), with a batched streaming decode whose state is explicit.
+"""AudioVAE V2 (VoxCPM2's; VoxCPM 1.x's V1 is built of it): a causal encoder (16 kHz wav -> latents at
+25 Hz) and a sample-rate-conditioned causal decoder (latents -> 48 kHz wav), with a batched streaming
+decode whose state is explicit.
 
 Parameter names follow the official checkpoint (`encoder.block.*`, `decoder.model.*`,
 `decoder.sr_cond_model.*`); weight-norm pairs (`weight_g`/`weight_v`) are folded into plain weights on load.

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from polyvox.audio.decode import decode_audio
-from polyvox.models.voxcpm2.audio_vae import AudioVAE
+from polyvox.models.layers.audio_vae import AudioVAE
 
 Padding = Literal["right", "left"]
 

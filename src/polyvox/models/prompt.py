@@ -1,4 +1,5 @@
-"""Prompt layouts of every VoxCPM2 mode, as token ids + masks + latent patches.
+"""Prompt layouts of every mode a VoxCPM release has, as token ids + masks + latent patches (a family's
+`build_prompt` picks the modes it has).
 
 zero-shot `[text…, 101]`; voice design puts "(description)" before the text; reference cloning
 `[103, ref-audio…, 104, text…, 101]`; continuation `[prompt_text+text…, 101, prompt-audio…]`;
@@ -12,7 +13,10 @@ from dataclasses import dataclass
 
 import torch
 
-from .model import AUDIO_START_TOKEN, REF_AUDIO_END_TOKEN, REF_AUDIO_START_TOKEN
+AUDIO_START_TOKEN = 101
+AUDIO_END_TOKEN = 102
+REF_AUDIO_START_TOKEN = 103
+REF_AUDIO_END_TOKEN = 104
 
 STREAMING_PREFIX_LEN = 4
 
