@@ -10,11 +10,12 @@ order. At each seam the last `crossfade_ms` of the earlier piece fade out and th
 instead of jumping; a single-piece request passes through untouched. Closing the stream cancels
 every running piece and closes its inner generator before `aclose()` returns.
 
-Every piece reuses the request's voice, reference, instructions and generation parameters. A
-request without a seed gets one drawn here, shared by all its pieces, so sampling engines draw the
-same noise for each piece. Each piece's request carries the request's `Listener` and the piece's
-index, so an engine that shares a few workers among requests (the embedded voice) can serve them
-fairly; engines that batch on their own ignore them.
+Every piece reuses the request's voice, reference, instructions, generation parameters and seed, so
+sampling engines draw the same noise for each piece. The server fixes the seed of every request as it
+prepares it; a request without one, from a caller that came straight to `generate` (`polyvox say`
+without `--seed`, a bench script), gets one drawn there, once. Each piece's request carries the
+request's `Listener` and the piece's index, so an engine that shares a few workers among requests (the
+embedded voice) can serve them fairly; engines that batch on their own ignore them.
 
 A request with a `timeline` (word timestamps asked) has each piece timed as it ends (`PieceTimer`: the
 engine's own word times, or the `aligner` over the piece's audio, off the event loop), on the clock of
@@ -147,7 +148,11 @@ class TextPipeline(Backend):
         await self.inner.check_voice(reference)
 
     def generate(self, request: SynthesisRequest) -> PieceStream:
-        """The request's audio as float32 chunks; the returned stream also reports its pieces for usage."""
+        """The request's audio as float32 chunks; the returned stream also reports its pieces for usage.
+        A request without a seed (never the server's: it fixes one as it prepares a request) gets one
+        here, for all its pieces."""
+        if request.seed is None:
+            request = replace(request, seed=random.getrandbits(31))
         return PieceStream(self, request)
 
     def _piece_request(self, request: SynthesisRequest, piece: str, index: int) -> SynthesisRequest:
@@ -166,8 +171,7 @@ class PieceStream:
     def __init__(self, pipeline: TextPipeline, request: SynthesisRequest):
         self.pipeline = pipeline
         self.listener = Listener()
-        seed = request.seed if request.seed is not None else random.getrandbits(31)
-        self.request = replace(request, seed=seed, listener=self.listener)
+        self.request = replace(request, listener=self.listener)
         self.pieces: list[str] = []
         self.pieces_done = 0
         self._chunks = self._stream()

@@ -2,11 +2,12 @@
 request routed by the `Router` to a rank that is up. A rank that dies is restarted by its `EngineClient`
 while the others serve (their processes and counters untouched); the engine is ready while any rank is
 up. Of the requests the dead rank held, those none of whose audio had come back (waiting in its queue,
-being prefilled, or sent as it died) are sent again, with the same sampling seed (one is fixed here for a
-request without one), to a live rank, or, with none up, to the first that comes back (the server's
-deadline bounds the wait); a request is sent at most `MAX_SENDS` times, so an input that kills every rank
-it reaches stops there. Those that had audio end with `LostMidAudio`: a stream's client has some of it,
-so it is cut; a whole file not yet sent is run again from its start by the server.
+being prefilled, or sent as it died) are sent again, the same request with the same sampling seed (fixed
+as the request was made: `EngineRequest`), to a live rank, or, with none up, to the first that comes
+back (the server's deadline bounds the wait); a request is sent at most `MAX_SENDS` times, so an input
+that kills every rank it reaches stops there. Those that had audio end with `LostMidAudio`: a stream's
+client has some of it, so it is cut; a whole file not yet sent is run again from its start by the
+server.
 
 With `connect=True` (an API process behind `api_server_count`), the ranks are processes the launcher
 owns and restarts, at `socket_dir`: each is a `ConnectedEngineClient`, routed on the loads every API
@@ -16,13 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import shutil
 import tempfile
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import msgspec
 import numpy as np
 
 from polyvox.core.errors import EngineError
@@ -149,8 +148,6 @@ class DataParallelEngine:
         return list(await asyncio.gather(*(c.control(method, **args) for c in self.clients)))
 
     async def generate(self, request: EngineRequest) -> AsyncGenerator[np.ndarray, None]:
-        if request.seed is None:  # fixed now, so that the request sent again is the same request
-            request = msgspec.structs.replace(request, seed=random.getrandbits(31))
         sends = 0
         while True:
             rank, client = await self._route(request)

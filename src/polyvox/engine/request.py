@@ -5,6 +5,7 @@ never a pickled array). The back end builds them from its own request at its edg
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import msgspec
@@ -24,7 +25,8 @@ class EngineReference(msgspec.Struct, frozen=True, eq=False):
 class EngineRequest(msgspec.Struct, frozen=True):
     """What the engine uses of a request; None leaves a parameter to the engine's default. `lora` names
     a loaded adapter to speak with; `request_id` names the request, and `piece` which piece of its long
-    input this is (None: the whole input): a request's pieces go to one rank."""
+    input this is (None: the whole input): a request's pieces go to one rank. `seed` is never None once
+    the request is made (see `__post_init__`)."""
 
     text: str
     instructions: str | None = None
@@ -38,6 +40,14 @@ class EngineRequest(msgspec.Struct, frozen=True):
     lora: str | None = None
     request_id: str = ""
     piece: int | None = None
+
+    def __post_init__(self) -> None:
+        # The server always sends a seed (fixed once per speech request, as it is prepared). A direct
+        # user of the engine (a bench script, a test, `polyvox say` without one) may leave it out: the
+        # engine's one draw is here, as the request is made, so that the request a data-parallel
+        # engine sends again to another rank is the same request, with the same seed.
+        if self.seed is None:
+            msgspec.structs.force_setattr(self, "seed", random.getrandbits(31))
 
 
 def encode_hook(value: Any) -> Any:
