@@ -63,6 +63,11 @@ class ConsentInUse(VoiceConflict):
     code = "consent_in_use"
 
 
+def unknown_voice(name: str) -> VoiceNotFound:
+    """The refusal of a speech request in a voice there is none of (or the caller may not use)."""
+    return VoiceNotFound(f"unknown voice {name!r}; GET /v1/audio/voices lists the voices", param="voice")
+
+
 def uncitable_consent(consent_id: str) -> VoiceError:
     """The refusal of a new voice that cites a consent recording there is none of (or the caller may not
     use)."""

@@ -15,7 +15,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
@@ -42,6 +42,7 @@ from polyvox.voices.errors import (
     VoiceStorageUnavailable,
     VoiceUnsupported,
     uncitable_consent,
+    unknown_voice,
 )
 from polyvox.voices.store import (
     NAME_PATTERN,
@@ -68,6 +69,12 @@ class ResolvedVoice:
     lora: str | None = None  # the LoRA adapter it speaks with (a voice that is an adapter)
     emotion: str | None = None  # its default `emotion`, for a request that names none
     owner: str | None = None  # the API key it belongs to (None: every key's)
+    shared: bool = False  # other keys may speak it too
+
+    @property
+    def stored(self) -> bool:
+        """A voice of the voices directory (a clip: registered, uploaded or designed)."""
+        return self.source not in ("builtin", "adapter")
 
     @property
     def voice_prompt_hash(self) -> str | None:
@@ -255,39 +262,39 @@ class VoiceRegistry:
     # ------------------------------------------------------------------ speaking
 
     async def resolve(self, name: str, backend: Backend) -> ResolvedVoice:
-        """The voice `name` as `engine` will speak it. Builtin voices of an engine that clones are
-        frozen on first use. Raises VoiceNotFound, or VoiceUnsupported for a cloned voice on an
-        engine that cannot clone."""
-        design = self._design_to_freeze(name, backend)
-        if design is not None:
-            return ResolvedVoice(name, "builtin", await self.freezer.reference(design, backend.as_written()))
-        voice = self._resolve_plain(name, backend)
+        """The voice `name` as `backend` will speak it: `find`, then `ready`."""
+        return await self.ready(await self.find(name, backend), backend)
+
+    async def find(self, name: str, backend: Backend) -> ResolvedVoice:
+        """The voice `name`, looked up once (`voices.json` read again on a miss: another server sharing
+        the directory may have made it), with its owner, so that a caller's right to it is checked
+        before anything slow; `ready` makes it speakable. VoiceNotFound for a name no voice has."""
+        voice = self._find(name, backend)
         if voice is None and await anyio.to_thread.run_sync(self.refresh):
-            voice = self._resolve_plain(name, backend)  # made by another server sharing the directory
+            voice = self._find(name, backend)
         if voice is None:
-            raise VoiceNotFound(
-                f"unknown voice {name!r}; GET /v1/audio/voices lists the voices", param="voice"
-            )
+            raise unknown_voice(name)
         return voice
 
-    def resolve_ready(self, name: str, backend: Backend) -> ResolvedVoice | None:
-        """`resolve` without waiting: a builtin voice not frozen yet comes without its reference.
-        None for an unknown name."""
-        design = self._design_to_freeze(name, backend)
-        if design is not None:
-            return ResolvedVoice(name, "builtin", self.freezer.frozen(design, backend.as_written()))
-        return self._resolve_plain(name, backend)
+    async def ready(self, voice: ResolvedVoice, backend: Backend) -> ResolvedVoice:
+        """`voice` as `backend` will speak it: a builtin voice of an engine that clones frozen into its
+        reference on first use (once, however many requests ask). VoiceUnsupported for a stored voice
+        on an engine that cannot clone."""
+        if voice.stored and not backend.info.capabilities.cloning:
+            raise cannot_clone(f"voice {voice.name!r} is", backend.info, "voice")
+        design = self._design_to_freeze(voice, backend)
+        if design is None:
+            return voice
+        return replace(voice, reference=await self.freezer.reference(design, backend.as_written()))
 
-    def _design_to_freeze(self, name: str, backend: Backend) -> VoiceDesign | None:
-        if name in self._voices or not stores_designed_voices(backend.info):
+    def _design_to_freeze(self, voice: ResolvedVoice, backend: Backend) -> VoiceDesign | None:
+        if voice.source != "builtin" or voice.reference is not None:
             return None
-        return self.builtins.get(name)
+        return self.builtins.get(voice.name) if stores_designed_voices(backend.info) else None
 
-    def _resolve_plain(self, name: str, backend: Backend) -> ResolvedVoice | None:
+    def _find(self, name: str, backend: Backend) -> ResolvedVoice | None:
         stored = self._voices.get(name)
         if stored is not None:
-            if not backend.info.capabilities.cloning:
-                raise cannot_clone(f"voice {name!r} is", backend.info, "voice")
             entry = stored.entry
             return ResolvedVoice(
                 name,
@@ -297,6 +304,7 @@ class VoiceRegistry:
                 entry.inference_timesteps,
                 emotion=entry.emotion,
                 owner=entry.owner,
+                shared=entry.shared,
             )
         if name in self.builtin_names() or name in backend.info.voices:
             return ResolvedVoice(name, "builtin")

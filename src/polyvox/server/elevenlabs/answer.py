@@ -17,7 +17,6 @@ from polyvox.server.speech.synthesis import SpeechJob, SpeechService, until_disc
 from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.limits import StreamLease
 from polyvox.server.tenancy.metering import charge, record
-from polyvox.server.tenancy.ownership import check_speakable
 from polyvox.server.tenancy.service import Tenancy
 
 
@@ -68,10 +67,10 @@ async def start_answer(
     try:
         with service.accept() as accepted_at:
             check_model(body.model, service.backend, service.settings.accept_any_model)
-            # another key's private voice: as an unknown one
-            await check_speakable(caller_of(request), service.voice_registry, body.voice)
+            # the voice, found once (another key's private voice: as an unknown one), before the charge
+            voice = await service.voice(body.voice, caller_of(request))
             await charge(tenancy, request, body)  # the key's per-minute limits (429 past them)
-            job = await service.prepare(body, stream=stream, accepted_at=accepted_at)
+            job = await service.prepare(body, voice, stream=stream, accepted_at=accepted_at)
             await service.lookup(job)
             await service.admit(job, request)
         first, pieces = await until_disconnect(request, service.opening(job))

@@ -29,7 +29,6 @@ from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.limits import StreamLease
-from polyvox.server.tenancy.ownership import check_speakable
 from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.websocket.protocol import as_api_error
 from polyvox.voices.errors import VoiceError
@@ -220,10 +219,10 @@ class ElevenLabsSocket:
         template = speech_request(fields | wants_words())
         check_model(template.model, self.service.backend, self.service.settings.accept_any_model)
         try:
-            await check_speakable(caller_of(self.websocket), self.service.voice_registry, template.voice)
+            voice = await self.service.voice(template.voice, caller_of(self.websocket))
             # Whether the voice, format and engine can serve the context at all, before any text:
             with self.service.accept() as accepted_at:
-                await self.service.prepare(template, stream=True, accepted_at=accepted_at)
+                await self.service.prepare(template, voice, stream=True, accepted_at=accepted_at)
         except (VoiceError, BackendError, BackendInputError, DeadlineExceeded) as exc:
             raise as_api_error(exc) from exc
         return template

@@ -16,5 +16,5 @@ def wants_words() -> dict[str, Any]:
 
 def answer_words(job: SpeechJob | None) -> list[WordTiming] | None:
     """Every word of the answer known so far, on its clock (None: no timings for this answer)."""
-    timeline = job.timeline if job is not None else None
+    timeline = job.plan.timeline if job is not None else None
     return None if timeline is None else timeline.words

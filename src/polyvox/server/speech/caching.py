@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import anyio
 import numpy as np
 
-from polyvox.backends.base import Backend
+from polyvox.backends.base import Backend, SynthesisRequest
 from polyvox.cache import AudioStore, backend_fingerprint, cache_key, open_cache
 from polyvox.server.metrics import Metrics
 from polyvox.server.speech.job import SpeechJob
@@ -52,32 +53,34 @@ class SpeechCache:
 
     def assign(
         self,
-        job: SpeechJob,
+        request: SynthesisRequest,
+        client_seed: int | None,
         backend: Backend,
         *,
         adhoc: bool,
         bypass: bool,
         voice_print: Callable[[], str | None],
-    ) -> None:
-        """Set the job's X-Cache status: ADHOC for a one-off clone, DISABLED, BYPASS when the client
-        asked, else MISS with the key of its engine, request and voice (`voice_print()`)."""
+    ) -> tuple[str, str | None]:
+        """A request's X-Cache status and key: ADHOC for a one-off clone, DISABLED, BYPASS when the client
+        asked, else MISS with the key of its engine, request and voice (`voice_print()`). The key holds
+        the client's seed, not the one drawn for a request without one: any audio of an unseeded
+        request serves it."""
         if adhoc:
-            job.cache_status = "ADHOC"
-        elif self.store is None:
-            job.cache_status = "DISABLED"
-        elif bypass:
-            job.cache_status = "BYPASS"
-        else:
-            job.cache_status = "MISS"
-            job.cache_key = cache_key(backend_fingerprint(backend), job.request, voice_print())
+            return "ADHOC", None
+        if self.store is None:
+            return "DISABLED", None
+        if bypass:
+            return "BYPASS", None
+        asked = replace(request, seed=client_seed)
+        return "MISS", cache_key(backend_fingerprint(backend), asked, voice_print())
 
     async def lookup(self, job: SpeechJob) -> None:
         """Look the job up (off the event loop); a hit makes it HIT and holds the audio."""
-        if self.store is not None and job.cache_key is not None:
-            cached = await anyio.to_thread.run_sync(self.store.get, job.cache_key, limiter=self.limiter)
+        if self.store is not None and job.plan.cache_key is not None:
+            cached = await anyio.to_thread.run_sync(self.store.get, job.plan.cache_key, limiter=self.limiter)
             # An answer asked with timestamps needs an entry that kept them: one without is a miss (its
             # answer, timed, replaces the entry).
-            if cached is not None and (job.timeline is None or cached.pieces is not None):
+            if cached is not None and (job.plan.timeline is None or cached.pieces is not None):
                 job.cached = cached
                 job.cache_status = "HIT"
         self.metrics.cache_lookups.labels(result=job.cache_status.lower()).inc()
@@ -85,17 +88,17 @@ class SpeechCache:
     async def put(self, job: SpeechJob, parts: list[np.ndarray], rate: int) -> None:
         """Cache a finished synthesis. A failure to store (the cache logs why) never fails the request:
         it turns the job's status into STORE_FAILED."""
-        if self.store is None or job.cache_key is None or not parts:
+        if self.store is None or job.plan.cache_key is None or not parts:
             return
         samples = np.concatenate(parts)
-        timeline = job.timeline
+        timeline = job.plan.timeline
         pieces = timeline.engine_pieces if timeline is not None and timeline.complete else None
         try:
             stored = await anyio.to_thread.run_sync(
-                self.store.put, job.cache_key, samples, rate, pieces, limiter=self.limiter
+                self.store.put, job.plan.cache_key, samples, rate, pieces, limiter=self.limiter
             )
         except Exception:
-            log.exception("audio cache store failed for request %s", job.request.request_id)
+            log.exception("audio cache store failed for request %s", job.plan.request.request_id)
             stored = False
         if not stored:
             job.cache_status = STORE_FAILED

@@ -1,5 +1,6 @@
-"""`SpeechJob`: one speech request ready to run (the engine request, how its audio is delivered, its
-cache status, its word timings when asked) and the usage it is billed: characters spoken in, 20 ms
+"""`SpeechPlan`: what one speech request was decided to be, once, as it was prepared (the engine
+request, how its audio is delivered, its cache key); `SpeechJob`: that plan as it runs (its cache
+status, its admission slot, the audio made) and the usage it is billed: characters spoken in, 20 ms
 audio frames out."""
 
 from __future__ import annotations
@@ -21,31 +22,47 @@ from polyvox.server.protocol import SpeechUsage
 OUTPUT_TOKENS_PER_SECOND = 50
 
 
-@dataclass
-class SpeechJob:
-    """One speech request, ready to run: the engine request and how its audio is to be delivered."""
+@dataclass(frozen=True)
+class SpeechPlan:
+    """One speech request as `SpeechService.prepare` decided it, never changed after: what to say piece
+    by piece, in which voice, with which parameters and sampling seed (`request`: the seed fixed, the
+    client's or one drawn for it), into which format and rate, at which speed and pitch, timed at which
+    granularities, cached under which key (None: not cached), and the client's own seed (None when it
+    gave none: what the cache key holds, so any audio of an unseeded request serves it)."""
 
     request: SynthesisRequest
     fmt: formats.AudioFormat
     out_rate: int
     pipeline_speed: float
     stream: bool
-    received_at: float = field(default_factory=time.perf_counter)
     # semitones, shifted by the OutputPipeline: after the cache, whose audio serves every pitch
     pitch: float = 0.0
-    audio_seconds: float = 0.0
-    cache_status: str = "DISABLED"  # X-Cache: HIT, MISS, BYPASS, ADHOC, DISABLED or MISS-STORE-FAILED
-    cache_key: str | None = None
-    cached: CachedAudio | None = None
-    admitted: bool = False
     # `timestamp_granularities` as asked ("word", "segment"); the pieces timed go to `timeline`
     granularities: tuple[str, ...] = ()
+    cache_key: str | None = None
+    client_seed: int | None = None
 
     @property
     def timeline(self) -> Timeline | None:
         """The answer's pieces with their words as they are timed (on the answer's clock, after speed);
         None when no timestamps were asked."""
         return self.request.timeline
+
+    @property
+    def content_type(self) -> str:
+        return self.fmt.content_type(self.out_rate)
+
+
+@dataclass
+class SpeechJob:
+    """One speech request running: its plan, and what happened to it so far."""
+
+    plan: SpeechPlan
+    received_at: float = field(default_factory=time.perf_counter)
+    cache_status: str = "DISABLED"  # X-Cache: HIT, MISS, BYPASS, ADHOC, DISABLED or MISS-STORE-FAILED
+    cached: CachedAudio | None = None
+    admitted: bool = False
+    audio_seconds: float = 0.0
 
     @property
     def route(self) -> str:
@@ -57,13 +74,10 @@ class SpeechJob:
     def cache_headers(self) -> dict[str, str]:
         return {"X-Cache": self.cache_status, "X-Route": self.route}
 
-    @property
-    def content_type(self) -> str:
-        return self.fmt.content_type(self.out_rate)
-
     def usage(self) -> SpeechUsage:
-        pieces = self.request.pieces  # prepared by the text front end before the cache lookup
-        input_tokens = len(self.request.text) if pieces is None else sum(len(piece) for piece in pieces)
+        request = self.plan.request
+        pieces = request.pieces  # prepared by the text front end before the cache lookup
+        input_tokens = len(request.text) if pieces is None else sum(len(piece) for piece in pieces)
         # Rounded first: seconds summed chunk by chunk carry float error (0.96 s must not count 49 frames).
         output_tokens = math.ceil(round(self.audio_seconds * OUTPUT_TOKENS_PER_SECOND, 6))
         return SpeechUsage(

@@ -17,7 +17,6 @@ from polyvox.server.speech.synthesis import ClientGone, SpeechService, until_dis
 from polyvox.server.speech.timestamps import subtitles_answer, timestamps_answer
 from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.metering import charge, record
-from polyvox.server.tenancy.ownership import check_speakable
 from polyvox.server.tenancy.service import Tenancy
 from polyvox.voices.clips import ClipLimits, clip_rate
 
@@ -58,11 +57,12 @@ async def _speak(
             clip_rate=clip_rate(service.backend.info),
         )
         check_model(body.model, service.backend, settings.accept_any_model)
-        # another key's private voice: as an unknown one
-        await check_speakable(caller_of(request), service.voice_registry, body.voice)
+        # the voice, found once (another key's private voice: as an unknown one), before the charge
+        voice = None if reference is not None else await service.voice(body.voice, caller_of(request))
         limit_headers = await charge(tenancy, request, body)  # the key's per-minute limits (429 past them)
         job = await service.prepare(
             body,
+            voice,
             # Streamed, as OpenAI answers by default; one whole file when asked (`stream: false`) or
             # for a format whose streamed file common readers cannot read (FLAC).
             stream=streams(body),
@@ -78,14 +78,14 @@ async def _speak(
             return Response(status_code=CLIENT_CLOSED)
     handed_over = False
     try:
-        if not job.stream:
+        if not job.plan.stream:
             data = await until_disconnect(request, service.whole(job))
             headers |= job.cache_headers()  # X-Cache now says whether the audio could be stored
             if body.subtitles:
                 return subtitles_answer(job, body.response_format, headers)
-            if job.timeline is not None:
+            if job.plan.timeline is not None:
                 return timestamps_answer(job, data, headers)
-            return Response(data, media_type=job.content_type, headers=headers)
+            return Response(data, media_type=job.plan.content_type, headers=headers)
         # The first audio before the headers: an early failure still gets a status, and an answer the
         # engine lost before any of it went out is run again (`opening`).
         first, pieces = await until_disconnect(request, service.opening(job))
@@ -96,7 +96,7 @@ async def _speak(
         else:
             content = audio_stream(first, pieces, job, service.metrics)
             headers |= {"X-Accel-Buffering": "no"}
-            media_type = job.content_type
+            media_type = job.plan.content_type
 
         async def close() -> None:
             try:

@@ -84,7 +84,7 @@ def _ended_early(exc: Exception, job: SpeechJob, metrics: Metrics) -> APIError:
     error = from_backend_error(exc)
     metrics.errors.labels(type=error.code or error.type).inc()
     level = logging.WARNING if isinstance(exc, DeadlineExceeded) else logging.ERROR
-    log.log(level, "request %s ended mid-stream: %s", job.request.request_id, exc)
+    log.log(level, "request %s ended mid-stream: %s", job.plan.request.request_id, exc)
     return error
 
 
@@ -121,8 +121,8 @@ async def sse_stream(
         return _event(SpeechAudioDelta(audio=base64.b64encode(piece).decode()).model_dump())
 
     def timed() -> list[bytes]:
-        pieces = job.timeline.take() if job.timeline is not None else []
-        return [_event(piece_event(p, job.granularities).model_dump(exclude_none=True)) for p in pieces]
+        pieces = job.plan.timeline.take() if job.plan.timeline is not None else []
+        return [_event(piece_event(p, job.plan.granularities).model_dump(exclude_none=True)) for p in pieces]
 
     for event in timed():
         yield event

@@ -15,7 +15,6 @@ import re
 import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
-from dataclasses import replace
 from typing import TypeVar
 
 import anyio
@@ -47,10 +46,11 @@ from polyvox.server.speech.caching import SpeechCache
 from polyvox.server.speech.disconnect import ClientGone as ClientGone
 from polyvox.server.speech.disconnect import until_disconnect
 from polyvox.server.speech.encode_pool import EncodePool
-from polyvox.server.speech.job import SpeechJob
+from polyvox.server.speech.job import SpeechJob, SpeechPlan
 from polyvox.server.speech.output import cached_chunks
 from polyvox.server.speech.request_policy import default_rate, instructions_for, timed
-from polyvox.server.tenancy.caller import caller_of
+from polyvox.server.tenancy.caller import Caller, caller_of
+from polyvox.server.tenancy.ownership import check_speakable
 from polyvox.settings import Settings
 from polyvox.voices.errors import VoiceNotFound
 from polyvox.voices.registry import ResolvedVoice, VoiceRegistry
@@ -142,14 +142,17 @@ class SpeechService:
             headers={"Retry-After": "5"},
         )
 
-    async def _resolve_voice(self, name: str, accepted_at: float) -> ResolvedVoice:
-        """The voice `name` ready to speak, resolved once per request: a builtin voice of an engine that
-        clones is frozen into its reference prompt on first use, waited for until the request's deadline
-        (the freeze itself runs on for the requests after it). 400 for a name no voice has."""
+    async def voice(self, name: str, caller: Caller) -> ResolvedVoice:
+        """The voice `name` for `caller`, found once per request (`VoiceRegistry.find`); 400
+        `voice_not_found` for a name no voice has, and alike for another key's private voice (as an
+        unknown one: `check_speakable`). Called before the request is charged, looked up in the cache
+        or anything slow runs for it; `prepare` makes it ready to speak."""
         try:
-            return await self._before_deadline(self.voice_registry.resolve(name, self.backend), accepted_at)
+            voice = await self.voice_registry.find(name, self.backend)
+            check_speakable(caller, voice)
         except VoiceNotFound as exc:
             raise APIError(400, exc.message, param="voice", code="voice_not_found") from exc
+        return voice
 
     async def _before_deadline(self, work: Awaitable[T], accepted_at: float) -> T:
         """`work`'s result, or DeadlineExceeded at the request's deadline (the work itself runs on)."""
@@ -164,38 +167,31 @@ class SpeechService:
     async def prepare(
         self,
         body: SpeechRequest,
+        voice: ResolvedVoice | None,
         *,
         stream: bool,
         accepted_at: float,
         reference: ReferenceAudio | None = None,
         no_cache: bool = False,
     ) -> SpeechJob:
-        """The job for `body`, checked against settings and engine; APIError / BackendInputError if it
+        """The job for `body` in `voice` (what `voice()` found; None with a `reference`), its plan
+        decided here once and checked against settings and engine; APIError / BackendInputError if it
         cannot run. `accepted_at` is when `accept()` took the request: its deadline runs from there.
 
         `reference` is an uploaded one-off clone (it replaces the voice; never cached); `no_cache` is
-        the client's `Cache-Control: no-cache | no-store`."""
+        the client's `Cache-Control: no-cache | no-store`. The sampling seed is fixed here, the client's
+        or one drawn for it, so that every run of the request (one run again, a rank's resend) is the
+        same; the cache key holds the client's own."""
         await self._engine_ready(accepted_at)
-        voice = None if reference is not None else await self._resolve_voice(body.voice, accepted_at)
+        if voice is not None:
+            # a builtin voice of an engine that clones is frozen into its reference on first use, waited
+            # for until the request's deadline (the freeze itself runs on for the requests after it)
+            voice = await self._before_deadline(self.voice_registry.ready(voice, self.backend), accepted_at)
         text = _CONTROL_CHARS.sub(" ", body.input)  # text with nothing to say: `EmptyInput`, in `checked`
         _check_lengths(
             self.settings.max_input_chars, input=text, instructions=body.instructions, ref_text=body.ref_text
         )
-        if body.subtitles and body.stream_format == "sse":
-            raise APIError(
-                400,
-                f"response_format {body.response_format!r} is subtitles, a whole file: it cannot be sent as "
-                "SSE (ask for timestamp_granularities with an audio response_format instead)",
-                param="response_format",
-                code="unsupported_format",
-            )
-        try:
-            rate = default_rate(self.settings, self.backend.info)
-            # subtitles carry no audio: it is made (and cached) as PCM, the cheapest to encode
-            audio_format = "pcm" if body.subtitles else body.response_format
-            fmt, out_rate = formats.resolve(audio_format, body.sample_rate, rate)
-        except UnsupportedFormat as exc:
-            raise APIError(400, exc.message, param=exc.param, code="unsupported_format") from exc
+        fmt, out_rate = self._format(body)
         backend_speed, pipeline_speed = self.backend.info.capabilities.split_speed(body.speed)
         granularities = timed(body)
         lora = self._adapter(body, voice)
@@ -205,7 +201,7 @@ class SpeechService:
             instructions=instructions_for(self.settings, body.voice, body.instructions),
             emotion=body.emotion if body.emotion is not None or voice is None else voice.emotion,
             speed=backend_speed,
-            seed=body.seed,
+            seed=body.seed if body.seed is not None else random.getrandbits(31),
             cfg_value=body.cfg_value if body.cfg_value is not None or voice is None else voice.cfg_value,
             inference_timesteps=body.inference_timesteps
             if body.inference_timesteps is not None or voice is None
@@ -222,24 +218,44 @@ class SpeechService:
         # Checked once, as it will be spoken (through the text front end: its pieces), off the event loop.
         with tracing.span("text_frontend"):
             request = await anyio.to_thread.run_sync(self.backend.checked, request)
-        job = SpeechJob(
+        cache_status, cache_key = self.cache.assign(
             request,
-            fmt,
-            out_rate,
-            pipeline_speed,
-            stream,
-            received_at=accepted_at,
-            pitch=body.pitch,
-            granularities=granularities,
-        )
-        self.cache.assign(
-            job,
+            body.seed,
             self.backend,
             adhoc=reference is not None,
             bypass=no_cache or not body.cache,
             voice_print=lambda: voice.voice_prompt_hash if voice is not None else None,
         )
-        return job
+        plan = SpeechPlan(
+            request,
+            fmt,
+            out_rate,
+            pipeline_speed,
+            stream,
+            pitch=body.pitch,
+            granularities=granularities,
+            cache_key=cache_key,
+            client_seed=body.seed,
+        )
+        return SpeechJob(plan, received_at=accepted_at, cache_status=cache_status)
+
+    def _format(self, body: SpeechRequest) -> tuple[formats.AudioFormat, int]:
+        """The audio format and rate `body` is answered in; 400 `unsupported_format` when it cannot be."""
+        if body.subtitles and body.stream_format == "sse":
+            raise APIError(
+                400,
+                f"response_format {body.response_format!r} is subtitles, a whole file: it cannot be sent as "
+                "SSE (ask for timestamp_granularities with an audio response_format instead)",
+                param="response_format",
+                code="unsupported_format",
+            )
+        try:
+            rate = default_rate(self.settings, self.backend.info)
+            # subtitles carry no audio: it is made (and cached) as PCM, the cheapest to encode
+            audio_format = "pcm" if body.subtitles else body.response_format
+            return formats.resolve(audio_format, body.sample_rate, rate)
+        except UnsupportedFormat as exc:
+            raise APIError(400, exc.message, param=exc.param, code="unsupported_format") from exc
 
     def _adapter(self, body: SpeechRequest, voice: ResolvedVoice | None) -> AdapterInfo | None:
         """The LoRA adapter a request speaks with: its `lora` field, else its voice's (a voice that is an
@@ -265,19 +281,20 @@ class SpeechService:
     def _log_request(self, job: SpeechJob) -> None:
         """One line per speech request: the text only as length and hash unless `log_request_text`; its
         voice, format and cache outcome are also on the request's access line."""
-        access_log.note_speech(job.request.voice, job.fmt.name, job.stream, job.cache_status)
+        plan = job.plan
+        access_log.note_speech(plan.request.voice, plan.fmt.name, plan.stream, job.cache_status)
         if not log.isEnabledFor(logging.INFO):
             return
-        text = job.request.text
+        text = plan.request.text
         shown = repr(text) if self.settings.log_request_text else f"sha256:{_digest(text)}"
         log.info(
             "speech %s: %d chars %s voice=%s format=%s stream=%s cache=%s",
-            job.request.request_id,
+            plan.request.request_id,
             len(text),
             shown,
-            job.request.voice,
-            job.fmt.name,
-            job.stream,
+            plan.request.voice,
+            plan.fmt.name,
+            plan.stream,
             job.cache_status,
         )
 
@@ -315,16 +332,17 @@ class SpeechService:
         cancelled and the encoder released at once.
 
         Raises DeadlineExceeded once the request has run `settings.request_timeout_s`."""
+        plan = job.plan
         deadline = job.received_at + self.settings.request_timeout_s
         in_rate = job.cached.sample_rate if job.cached is not None else self.backend.info.sample_rate
         pipeline = await self.encode_pool.run(
-            functools.partial(OutputPipeline, whole=not job.stream, pitch=job.pitch),
+            functools.partial(OutputPipeline, whole=not plan.stream, pitch=plan.pitch),
             in_rate,
-            job.out_rate,
-            job.fmt,
-            job.pipeline_speed,
+            plan.out_rate,
+            plan.fmt,
+            plan.pipeline_speed,
         )
-        timeline = job.timeline
+        timeline = plan.timeline
         if timeline is not None:
             timeline.clear()  # a run again starts from nothing
             if job.cached is not None:  # a hit's timings are all known at once
@@ -334,8 +352,8 @@ class SpeechService:
         if job.cached is not None:
             chunks = cached_chunks(job.cached)
         else:
-            chunks = self.backend.generate(job.request)
-            self.metrics.input_chars.inc(len(job.request.text))
+            chunks = self.backend.generate(plan.request)
+            self.metrics.input_chars.inc(len(plan.request.text))
         keep: list[np.ndarray] | None = [] if job.cache_status == "MISS" else None
         spans = tracing.AudioSpans(from_engine=job.cached is None)  # otel_traces
         first = True
@@ -356,7 +374,7 @@ class SpeechService:
                 finally:
                     waited += time.perf_counter() - asked
                 samples = np.asarray(chunk, dtype=np.float32).reshape(-1)
-                seconds = samples.size / in_rate / job.pipeline_speed
+                seconds = samples.size / in_rate / plan.pipeline_speed
                 job.audio_seconds += seconds
                 if keep is not None:
                     keep.append(samples)
@@ -376,7 +394,7 @@ class SpeechService:
                     self._observe_ttfa(job)
                 yield tail
             engine_s = None if job.cached is not None else waited
-            self.metrics.synthesis_done(job.fmt.name, job.route, job.cache_status, engine_s)
+            self.metrics.synthesis_done(plan.fmt.name, job.route, job.cache_status, engine_s)
         finally:
             # Not left to the garbage collector: a cut stream's frame can sit in a reference cycle (its
             # cancellation's traceback) until a full collection, holding the encoder and the audio kept
@@ -389,7 +407,7 @@ class SpeechService:
 
     def _observe_ttfa(self, job: SpeechJob) -> None:
         seconds = time.perf_counter() - job.received_at
-        self.metrics.ttfa.labels(stream=str(job.stream).lower()).observe(seconds)
+        self.metrics.ttfa.labels(stream=str(job.plan.stream).lower()).observe(seconds)
         access_log.note_first_audio(seconds)
 
     async def opening(self, job: SpeechJob) -> tuple[bytes, AsyncGenerator[bytes, None]]:
@@ -399,10 +417,8 @@ class SpeechService:
         Until its first bytes nothing of the answer has reached its client, so one whose audio the
         engine lost part of before then (`AudioLost`: the engine process serving a piece died after
         some of that piece's audio had come back) is run again from its start, within its deadline and
-        with its seed (fixed here for a request without one), so it is the same answer; up to
+        with its seed (fixed as it was prepared), so it is the same answer; up to
         `ANSWER_RUNS` runs. After its first bytes a loss fails the stream, as any engine error."""
-        if job.cached is None and job.request.seed is None:
-            job.request = replace(job.request, seed=random.getrandbits(31))
         for run in range(1, ANSWER_RUNS + 1):
             pieces = self.audio(job)
             try:
@@ -411,7 +427,7 @@ class SpeechService:
                 await pieces.aclose()
                 if run == ANSWER_RUNS:
                     raise
-                log.warning("speech %s run again from its start: %s", job.request.request_id, exc)
+                log.warning("speech %s run again from its start: %s", job.plan.request.request_id, exc)
                 self.metrics.answers_run_again.inc()
                 job.audio_seconds = 0.0
             except BaseException:

@@ -39,13 +39,13 @@ def piece_event(piece: PieceTiming, granularities: Sequence[str]) -> SpeechAudio
 
 def all_timestamps(job: SpeechJob) -> dict[str, object]:
     """`words` and `segments` of the whole answer, as asked (none when nothing was)."""
-    timeline = job.timeline
+    timeline = job.plan.timeline
     if timeline is None:
         return {}
     found: dict[str, object] = {}
-    if "word" in job.granularities:
+    if "word" in job.plan.granularities:
         found["words"] = words_of(timeline.words)
-    if "segment" in job.granularities:
+    if "segment" in job.plan.granularities:
         found["segments"] = [segment_of(piece) for piece in timeline.pieces]
     return found
 
@@ -54,8 +54,8 @@ def timestamps_answer(job: SpeechJob, audio: bytes, headers: dict[str, str]) -> 
     """The whole answer of a job asked for timestamps without SSE (`SpeechWithTimestamps`)."""
     body = SpeechWithTimestamps(
         audio=base64.b64encode(audio).decode(),
-        response_format=job.fmt.name,
-        content_type=job.content_type,
+        response_format=job.plan.fmt.name,
+        content_type=job.plan.content_type,
         duration=round(job.audio_seconds, 3),
         usage=job.usage(),
         **all_timestamps(job),
@@ -65,6 +65,6 @@ def timestamps_answer(job: SpeechJob, audio: bytes, headers: dict[str, str]) -> 
 
 def subtitles_answer(job: SpeechJob, fmt: str, headers: dict[str, str]) -> Response:
     """The answer's words as a subtitle file: a cue per piece, or per word when only words were asked."""
-    pieces = job.timeline.pieces if job.timeline is not None else []
-    per_word = "word" in job.granularities and "segment" not in job.granularities
+    pieces = job.plan.timeline.pieces if job.plan.timeline is not None else []
+    per_word = "word" in job.plan.granularities and "segment" not in job.plan.granularities
     return Response(subtitles(pieces, fmt, per_word), media_type=SUBTITLE_TYPES[fmt], headers=headers)

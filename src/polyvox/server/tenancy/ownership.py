@@ -19,8 +19,14 @@ from starlette.requests import HTTPConnection
 from polyvox.server.errors import APIError
 from polyvox.server.tenancy.caller import Caller, caller_of
 from polyvox.voices.consents import ConsentRecord
-from polyvox.voices.errors import ConsentNotFound, VoiceConflict, VoiceNotFound, uncitable_consent
-from polyvox.voices.registry import VoiceRegistry
+from polyvox.voices.errors import (
+    ConsentNotFound,
+    VoiceConflict,
+    VoiceNotFound,
+    uncitable_consent,
+    unknown_voice,
+)
+from polyvox.voices.registry import ResolvedVoice, VoiceRegistry
 
 SHARED_WORDS = {
     "true": True,
@@ -106,17 +112,11 @@ async def check_replaceable(connection: HTTPConnection, registry: VoiceRegistry,
         raise VoiceConflict(f"the voice name {voice_id!r} is taken", param="name")
 
 
-async def check_speakable(caller: Caller, registry: VoiceRegistry, voice: str) -> None:
-    """For speech (HTTP, WebSocket, Wyoming): a voice the caller may not use is answered as an unknown one."""
-    if caller.admin:
-        return
-    if not may_use(caller, *await _access(registry, voice)):
-        raise APIError(
-            400,
-            f"unknown voice {voice!r}; GET /v1/audio/voices lists the voices",
-            param="voice",
-            code="voice_not_found",
-        )
+def check_speakable(caller: Caller, voice: ResolvedVoice) -> None:
+    """For speech (HTTP, WebSocket, Wyoming), on the voice as it was found: one the caller may not use
+    is refused as an unknown one, with the same words."""
+    if not may_use(caller, voice.owner, voice.shared):
+        raise unknown_voice(voice.name)
 
 
 def check_citable(connection: HTTPConnection, registry: VoiceRegistry, consent_id: str) -> None:

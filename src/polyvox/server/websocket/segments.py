@@ -15,6 +15,7 @@ from polyvox.alignment.words import WordTiming
 from polyvox.backends.base import ReferenceAudio
 from polyvox.server.protocol import SpeechRequest
 from polyvox.server.speech.synthesis import SpeechJob, SpeechService
+from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.metering import charge, record
 from polyvox.server.tenancy.service import Tenancy
 
@@ -54,11 +55,13 @@ async def produce(
     job = None
     body = template.model_copy(update={"input": segment.text})
     try:
+        # the voice, found once for the sentence (a voice replaced meanwhile speaks as it is now)
+        voice = None if reference is not None else await service.voice(body.voice, caller_of(connection))
         await charge(tenancy, connection, body)  # the key's per-minute limits, sentence by sentence
         # In flight from here until it holds an admission slot, through the HTTP route's door.
         with service.accept() as accepted_at:
             job = segment.job = await service.prepare(
-                body, stream=True, accepted_at=accepted_at, reference=reference
+                body, voice, stream=True, accepted_at=accepted_at, reference=reference
             )
             await service.lookup(job)
             await service.admit(job)

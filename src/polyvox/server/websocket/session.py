@@ -23,7 +23,6 @@ from polyvox.server.protocol import SpeechRequest, SpeechUsage, first_lone_surro
 from polyvox.server.speech.parsing import base64_reference
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.caller import caller_of
-from polyvox.server.tenancy.ownership import check_speakable
 from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.websocket.protocol import (
     ProtocolError,
@@ -134,11 +133,12 @@ class SpeechSession:
                 rate = clip_rate(self.service.backend.info)
                 reference = await base64_reference(config.ref_audio, config.ref_text, limits, rate)
             # another key's private voice: unknown
-            await check_speakable(caller_of(self.websocket), self.service.voice_registry, template.voice)
+            caller = caller_of(self.websocket)
+            voice = None if reference is not None else await self.service.voice(template.voice, caller)
             # Whether the voice, format and engine can serve the session at all:
             with self.service.accept() as accepted_at:
                 probe = await self.service.prepare(
-                    template, stream=True, accepted_at=accepted_at, reference=reference
+                    template, voice, stream=True, accepted_at=accepted_at, reference=reference
                 )
         except ValidationError as exc:
             raise ProtocolError.of(from_validation_errors(exc.errors())) from exc
@@ -149,8 +149,8 @@ class SpeechSession:
             {
                 "type": "ready",
                 "response_format": config.response_format,
-                "sample_rate": probe.out_rate,
-                "content_type": probe.content_type,
+                "sample_rate": probe.plan.out_rate,
+                "content_type": probe.plan.content_type,
                 "audio_encoding": config.audio_encoding,
             }
         )

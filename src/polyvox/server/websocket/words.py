@@ -16,7 +16,7 @@ GRANULARITIES = ("word", "segment")
 
 def new_pieces(job: SpeechJob | None) -> list[PieceTiming]:
     """The job's pieces timed since the last call (none when it was not asked for timings)."""
-    timeline = job.timeline if job is not None else None
+    timeline = job.plan.timeline if job is not None else None
     return [] if timeline is None else timeline.take()
 
 

@@ -20,10 +20,10 @@ from polyvox.server.shared_state.fresh_reads import SharedCopy
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.caller import Caller
 from polyvox.server.tenancy.limits import STREAM_RENEW_S, StreamLease
-from polyvox.server.tenancy.ownership import check_speakable
 from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.wyoming.answer import Answer
 from polyvox.server.wyoming.caller import wyoming_caller
+from polyvox.voices.registry import ResolvedVoice
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +50,12 @@ class WyomingSpeech:
         """An answer in `voice` (a voice name, a language, or neither: the default voice)."""
         caller = await self.caller()
         name = self._voice_name(voice)
-        await check_speakable(caller, self.service.voice_registry, name)
+        found = await self.service.voice(name, caller)  # once for the answer, each sentence speaks it
         rate = self.service.backend.info.sample_rate
         sample_rate = rate if 8000 <= rate <= 48000 else None  # the engine's own rate: no resampling
         _, out_rate = formats.resolve("pcm", sample_rate)
         template = SpeechRequest(input="Hello.", voice=name, response_format="pcm", sample_rate=sample_rate)
-        speak = partial(self._speak, caller, template)
+        speak = partial(self._speak, caller, template, found)
         lease = await self.tenancy.open_stream(caller)  # 429 past the key's max_streams
         release = None if lease is None else self._hold(lease)
         return Answer(speak, out_rate, ahead=1 + self.service.settings.piece_lookahead, release=release)
@@ -90,7 +90,9 @@ class WyomingSpeech:
             code="unsupported_language",
         )
 
-    async def _speak(self, caller: Caller, template: SpeechRequest, text: str) -> AsyncGenerator[bytes, None]:
+    async def _speak(
+        self, caller: Caller, template: SpeechRequest, voice: ResolvedVoice, text: str
+    ) -> AsyncGenerator[bytes, None]:
         """One sentence (or a whole text: the service splits it) as PCM, piece by piece as it is made."""
         if (at := first_lone_surrogate(text)) is not None:
             raise APIError(400, f"text: a lone UTF-16 surrogate at character {at}", param="text")
@@ -100,7 +102,7 @@ class WyomingSpeech:
         job = None
         try:
             with service.accept() as accepted_at:
-                job = await service.prepare(body, stream=True, accepted_at=accepted_at)
+                job = await service.prepare(body, voice, stream=True, accepted_at=accepted_at)
                 await service.lookup(job)
                 await service.admit(job)
             first, pieces = await service.opening(job)
