@@ -14,7 +14,7 @@ from polyvox.models.lora.bank import AdapterUse
 
 
 class PromptLike(Protocol):
-    """What the engine reads of a built prompt (models/voxcpm2/prompt.py's `Prompt`)."""
+    """What the engine reads of a built prompt (models/prompt.py's `Prompt`)."""
 
     tokens: torch.Tensor  # Long[T]
     text_mask: torch.Tensor  # [T]
