@@ -86,11 +86,19 @@ class FairQueue:
     A sentence's work returns mono float32 audio at `sample_rate`; its length is credited to the
     listener. Awaiting `run` from several event loops is fine: results travel as futures."""
 
-    def __init__(self, workers: int, sample_rate: int, thread_name_prefix: str = "polyvox-fair"):
+    def __init__(
+        self,
+        workers: int,
+        sample_rate: int,
+        thread_name_prefix: str = "polyvox-fair",
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        """`clock`: the seconds that listeners' playback and the workers' speed are measured in."""
         if workers < 1:
             raise ValueError("workers must be at least 1")
         self.workers = workers
         self.sample_rate = sample_rate
+        self.clock = clock
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix=thread_name_prefix)
         self._lock = threading.Lock()
         self._waiting: list[_Sentence] = []
@@ -145,7 +153,7 @@ class FairQueue:
     def _take(self) -> _Sentence | None:
         with self._lock:
             while self._waiting:
-                best = self._choose(time.monotonic())
+                best = self._choose(self.clock())
                 self._waiting.remove(best)
                 if best.future.set_running_or_notify_cancel():
                     best.listener.started += 1
@@ -197,7 +205,7 @@ class FairQueue:
         queued = self._take()
         if queued is None:
             return
-        began = time.monotonic()
+        began = self.clock()
         try:
             audio = queued.work()
         except BaseException as exc:
@@ -208,7 +216,7 @@ class FairQueue:
         queued.future.set_result(audio)
 
     def _credit(self, queued: _Sentence, seconds: float, began: float) -> None:
-        now = time.monotonic()
+        now = self.clock()
         with self._lock:
             listener = queued.listener
             listener.running -= 1
