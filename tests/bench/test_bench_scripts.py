@@ -54,7 +54,8 @@ def test_gpu_bench_dry_runs_its_sections_and_writes_a_summary(tmp_path):
         "SERVED_REQUESTS": "2",
         "SERVED_INPUT": "A short line.",
         "OUT": str(tmp_path),
-        "BUDGET_S": "340",
+        # no section is left out for want of time, however loaded the machine (the timeouts bound it)
+        "BUDGET_S": "100000",
     }
     completed = subprocess.run(
         [sys.executable, "bench/gpu_bench.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=660
