@@ -19,6 +19,7 @@ from polyvox.engine.link import EngineDied, SendFailed
 from polyvox.engine.model_spec import ModelSpec
 from polyvox.engine.options import WorkerOptions
 from polyvox.engine.request import EngineRequest
+from polyvox.runtime.ready_signal import ReadySignal
 
 PATCH = np.ones(4, dtype=np.float32)
 
@@ -34,24 +35,19 @@ class Rank:
         self.stats, self.restarts = None, 0
         self.stage: str | None = None  # serving (no start-up stage to name)
         self.sent: list[EngineRequest] = []
-        self._serving = asyncio.Event()
+        self.ready_signal = ReadySignal()  # the engine's, announced as a real client's is (`engine()`)
         self._death = asyncio.Event()
-        if up:
-            self._serving.set()
-
-    async def wait_up(self) -> None:
-        await self._serving.wait()
 
     def come_up(self) -> None:
         self.up, self.hold = True, False
-        self._serving.set()
+        self.ready_signal.announce()
 
     async def stop(self) -> None:
         self.die()
 
     def die(self) -> None:
         self.up = False
-        self._serving.clear()
+        self.ready_signal.announce()
         self._death.set()
 
     async def generate(self, request: EngineRequest) -> AsyncGenerator[np.ndarray, None]:
@@ -71,6 +67,8 @@ class Rank:
 def engine(*ranks: Rank) -> DataParallelEngine:
     dp = DataParallelEngine([ModelSpec()] * len(ranks), WorkerOptions())
     dp.clients = list(ranks)  # type: ignore[arg-type]
+    for rank in ranks:
+        rank.ready_signal = dp.ready_signal
     return dp
 
 

@@ -26,7 +26,7 @@ def wait_until(condition, what: str, timeout_s: float = 30.0) -> None:
 
 
 class DyingBackend(FakeBackend):
-    """The tone engine; `die()` makes it stop serving as a crashed runtime would. Counts its starts."""
+    """The tone engine (whose `die()` stops it serving as a crashed runtime would), counting its starts."""
 
     def __init__(self, failed_restarts: int = 0):
         super().__init__()
@@ -39,9 +39,6 @@ class DyingBackend(FakeBackend):
             self.failed_restarts -= 1
             raise RuntimeError("the device is still gone")
         await super().start()
-
-    def die(self) -> None:
-        self._ready = False
 
 
 def test_an_engine_that_stops_serving_is_restarted(serve) -> None:

@@ -13,6 +13,7 @@ speaks text as written) are methods with defaults here, which a back end that ha
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
@@ -47,6 +48,8 @@ __all__ = [
     "ReferenceAudio",
     "SynthesisRequest",
 ]
+
+READY_POLL_S = 0.05  # how often `Backend.until_ready`'s default looks, for a back end that announces nothing
 
 OPENAI_VOICES: tuple[str, ...] = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "onyx",
@@ -207,6 +210,14 @@ class Backend(Protocol):
 
     @property
     def ready(self) -> bool: ...
+
+    async def until_ready(self, ready: bool = True) -> None:
+        """Return once `self.ready == ready` (at once if it is): what a request waiting for a restarting
+        engine and the supervisor await. Every back end here overrides it with its engine's `ReadySignal`,
+        announced where the state changes; this default, for one that announces nothing (a test's
+        wrapper), looks again every `READY_POLL_S`."""
+        while self.ready != ready:
+            await asyncio.sleep(READY_POLL_S)
 
     @property
     def restarts_itself(self) -> bool:

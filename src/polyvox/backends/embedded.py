@@ -46,6 +46,7 @@ from polyvox.backends.embedded_words import word_spans
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.backends.fair_queue import FairQueue, Listener, Place
 from polyvox.runtime.cpus import usable_cpus
+from polyvox.runtime.ready_signal import ReadySignal
 from polyvox.settings import Settings
 from polyvox.text.script import Script, detect_scripts, foreign_letters
 from polyvox.text.split import split_sentences
@@ -117,6 +118,7 @@ class EmbeddedBackend(Backend):
         self._expected_sha256 = expected_sha256
         self._voice = None
         self._queue: FairQueue | None = None
+        self._ready_signal = ReadySignal()  # announced as it starts and stops
         self._count_lock = threading.Lock()
         self.sentences_synthesised = 0
         self.info = BackendInfo(
@@ -143,6 +145,9 @@ class EmbeddedBackend(Backend):
     def ready(self) -> bool:
         return self._voice is not None
 
+    async def until_ready(self, ready: bool = True) -> None:
+        await self._ready_signal.until(lambda: self.ready == ready)
+
     @property
     def sentences_waiting(self) -> int:
         """Sentences queued for a worker and not started (0 when stopped)."""
@@ -156,9 +161,11 @@ class EmbeddedBackend(Backend):
         self.info.sample_rate = voice.config.sample_rate
         self._queue = FairQueue(self.workers, voice.config.sample_rate, thread_name_prefix="polyvox-embedded")
         self._voice = voice
+        self._ready_signal.announce()
 
     async def stop(self) -> None:
         queue, self._queue, self._voice = self._queue, None, None
+        self._ready_signal.announce()
         if queue is not None:
             queue.close()
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from polyvox.backends.base import Backend, BackendCapabilities, BackendInfo, SynthesisRequest
 from polyvox.backends.errors import BackendError, BackendInputError
+from polyvox.runtime.ready_signal import ReadySignal
 
 
 class FakeBackend(Backend):
@@ -22,7 +23,8 @@ class FakeBackend(Backend):
 
     Text containing `fail_marker` raises `BackendError` mid-stream; text containing
     `reject_marker` is refused by `validate` with a `BackendInputError`. `chunk_delay_s` sleeps
-    between chunks (a slow engine); `ready_gate`, when given, holds `start()` until it is set;
+    between chunks (a slow engine); `ready_gate`, when given, holds `start()` until it is set; `die()`
+    stops it serving as a crashed runtime would;
     `generate_gate` holds every generation before its first chunk until it is set; `hold_gate` holds
     it after `hold_after_s` seconds of audio until it is set. With `cloning` it declares that it
     clones and takes a reference clip (ignoring it), so voices can be stored and spoken.
@@ -66,19 +68,31 @@ class FakeBackend(Backend):
         self.cancelled_requests = 0
         self.last_request: SynthesisRequest | None = None
         self._ready = False
+        self._ready_signal = ReadySignal()  # announced at each change of `_ready`
 
     @property
     def ready(self) -> bool:
         return self._ready
 
+    async def until_ready(self, ready: bool = True) -> None:
+        await self._ready_signal.until(lambda: self._ready == ready)
+
+    def _set_ready(self, ready: bool) -> None:
+        self._ready = ready
+        self._ready_signal.announce()
+
     async def start(self) -> None:
         if self.ready_gate is not None:
             while not self.ready_gate.is_set():
                 await asyncio.sleep(0.01)
-        self._ready = True
+        self._set_ready(True)
 
     async def stop(self) -> None:
-        self._ready = False
+        self._set_ready(False)
+
+    def die(self) -> None:
+        """Stop serving at once, as a crashed runtime would (any thread may call it)."""
+        self._set_ready(False)
 
     def validate(self, request: SynthesisRequest) -> None:
         if self.reject_marker in request.text:

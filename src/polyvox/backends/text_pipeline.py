@@ -92,6 +92,9 @@ class TextPipeline(Backend):
     def ready(self) -> bool:
         return self.inner.ready
 
+    async def until_ready(self, ready: bool = True) -> None:
+        await self.inner.until_ready(ready)
+
     @property
     def restarts_itself(self) -> bool:
         return self.inner.restarts_itself

@@ -209,6 +209,9 @@ class VoxCPMBackend(Backend):
     def ready(self) -> bool:
         return self.engine.ready
 
+    async def until_ready(self, ready: bool = True) -> None:
+        await self.engine.ready_signal.until(lambda: self.engine.ready == ready)
+
     @property
     def restarts_itself(self) -> bool:
         return self.engine.restarts_itself

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 
 from polyvox.core.core import BatchingStats, EngineCore, StepFailed, StepOutput
@@ -50,8 +50,12 @@ class _Abort:
 
 
 class AsyncEngineCore:
-    def __init__(self, core: EngineCore):
+    def __init__(self, core: EngineCore, on_exit: Callable[[], None] | None = None):
+        """`on_exit`: called on the step loop's thread once the loop has ended (`running` is false by
+        then), whether it failed or was stopped."""
         self.core = core
+        self._on_exit = on_exit
+        self._exited = threading.Event()
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._sinks: dict[int, tuple[asyncio.Queue, asyncio.AbstractEventLoop]] = {}
         self._thread: threading.Thread | None = None
@@ -72,7 +76,7 @@ class AsyncEngineCore:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._thread is not None and self._thread.is_alive() and not self._exited.is_set()
 
     def stats(self) -> BatchingStats:
         return self.core.stats()
@@ -112,6 +116,10 @@ class AsyncEngineCore:
             self._fail_all(EngineCoreDead(f"engine failed: {exc!r}"))
         else:
             self._fail_all(EngineCoreDead("engine stopped"))
+        finally:
+            self._exited.set()
+            if self._on_exit is not None:
+                self._on_exit()
 
     # the transport `run_steps` drives
 

@@ -26,6 +26,7 @@ from polyvox.engine.model_spec import ModelSpec
 from polyvox.engine.options import WorkerOptions
 from polyvox.engine.stats import PromptCacheStats
 from polyvox.runtime.logs import LogFormat
+from polyvox.runtime.ready_signal import ReadySignal
 from polyvox.runtime.restart_policy import RestartBackoff
 
 log = logging.getLogger(__name__)
@@ -48,8 +49,9 @@ class EngineClient(MPClient):
         socket_dir: str,
         logging_setup: tuple[str, LogFormat] = ("warning", "text"),
         hang_timeout_s: float = 0.0,
+        ready_signal: ReadySignal | None = None,
     ) -> None:
-        super().__init__(rank, engine_address(socket_dir, rank), hang_timeout_s)
+        super().__init__(rank, engine_address(socket_dir, rank), hang_timeout_s, ready_signal)
         self.spec = spec
         self.options = options
         self.logging_setup = logging_setup

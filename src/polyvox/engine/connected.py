@@ -24,6 +24,7 @@ from polyvox.core.stats import BatchingStats
 from polyvox.engine import messages as m
 from polyvox.engine.link import EngineDied, MPClient
 from polyvox.engine.stats import PromptCacheStats
+from polyvox.runtime.ready_signal import ReadySignal
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +35,12 @@ def peer_identity(pid: int | None = None) -> bytes:
 
 
 class ConnectedEngineClient(MPClient):
-    def __init__(self, rank: int, address: str, hang_timeout_s: float = 0.0) -> None:
-        super().__init__(rank, address, hang_timeout_s)
+    def __init__(
+        self, rank: int, address: str, hang_timeout_s: float = 0.0, ready_signal: ReadySignal | None = None
+    ) -> None:
+        super().__init__(rank, address, hang_timeout_s, ready_signal)
         self._unreported = 0  # requests sent since the engine last told its count
         self._task: asyncio.Task | None = None
-        self._first_ready: asyncio.Event = asyncio.Event()
         self.restarts = 0  # as the engine's last handshake told (the launcher counts them)
 
     @property
@@ -57,7 +59,6 @@ class ConnectedEngineClient(MPClient):
             self.handshake = message
             self.restarts = message.restarts
             self.stage = None
-            self._first_ready.set()
             log.info("engine rank %d is serving (pid %d, %s)", self.rank, message.pid, message.device)
         else:
             self.handshake = None
@@ -68,9 +69,6 @@ class ConnectedEngineClient(MPClient):
         if self._task is None:
             self._task = asyncio.create_task(self._follow())
         self._start_watchdog()
-
-    async def wait_ready(self) -> None:
-        await self._first_ready.wait()
 
     async def stop(self) -> None:
         await self._stop_watchdog()

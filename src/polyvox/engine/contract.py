@@ -10,12 +10,15 @@ import numpy as np
 
 from polyvox.engine.request import EngineRequest
 from polyvox.engine.stats import EngineRank, PromptCacheStats
+from polyvox.runtime.ready_signal import ReadySignal
 
 
 class Engine(Protocol):
     # True when a rank that dies is started again by the engine itself (engine processes): the
     # server's supervisor must not rebuild the whole engine then, which would restart the live ranks.
     restarts_itself: bool
+    # announced whenever `ready` may have changed, where it changes (see `ReadySignal`)
+    ready_signal: ReadySignal
 
     async def start(self) -> None: ...
 

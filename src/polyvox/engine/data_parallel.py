@@ -34,6 +34,7 @@ from polyvox.engine.request import EngineRequest
 from polyvox.engine.router import NoRankUp, Router
 from polyvox.engine.stats import EngineRank, PromptCacheStats
 from polyvox.runtime.logs import LogFormat
+from polyvox.runtime.ready_signal import ReadySignal
 
 log = logging.getLogger(__name__)
 
@@ -67,19 +68,27 @@ class DataParallelEngine:
         self.socket_dir = socket_dir
         self.hang_timeout_s = hang_timeout_s
         self._made_dir: str | None = None
-        self._stopped = asyncio.Event()  # wakes requests waiting for a rank when the engine stops
+        # announced by each rank's client as it comes up or goes down, and here as the engine stops
+        self.ready_signal = ReadySignal()
 
     async def start(self) -> None:
         if self.clients:
             return
-        self._stopped = asyncio.Event()  # anew: a stopped engine may start again in another event loop
         if self.connect:
             await self._connect()
             return
         if self.socket_dir is None:
             self.socket_dir = self._made_dir = tempfile.mkdtemp(prefix="polyvox-engines-")
         clients = [
-            EngineClient(rank, spec, self.options, self.socket_dir, self.logging_setup, self.hang_timeout_s)
+            EngineClient(
+                rank,
+                spec,
+                self.options,
+                self.socket_dir,
+                self.logging_setup,
+                self.hang_timeout_s,
+                self.ready_signal,
+            )
             for rank, spec in enumerate(self.specs)
         ]
         self.clients = list(clients)
@@ -93,22 +102,19 @@ class DataParallelEngine:
         """Follow every rank; ready once one of them serves (the others join as they come up)."""
         assert self.socket_dir is not None
         clients = [
-            ConnectedEngineClient(rank, engine_address(self.socket_dir, rank), self.hang_timeout_s)
+            ConnectedEngineClient(
+                rank, engine_address(self.socket_dir, rank), self.hang_timeout_s, self.ready_signal
+            )
             for rank in range(len(self.specs))
         ]
         self.clients = list(clients)
         for client in clients:
             await client.start()
-        waits = [asyncio.create_task(c.wait_ready()) for c in clients]
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for wait in waits:
-                wait.cancel()
+        await self.ready_signal.until(lambda: self.ready)
 
     async def stop(self) -> None:
-        self._stopped.set()
         clients, self.clients = self.clients, []
+        self.ready_signal.announce()  # requests waiting for a rank learn it stopped
         await asyncio.gather(*(c.stop() for c in clients))
         if self._made_dir is not None:
             shutil.rmtree(self._made_dir, ignore_errors=True)
@@ -184,13 +190,6 @@ class DataParallelEngine:
 
     async def _some_rank_up(self, clients: list[EngineClient | ConnectedEngineClient]) -> None:
         """Return once one of `clients` is up; EngineError if the engine stops first."""
-        stop = self._stopped
-        waits = [asyncio.ensure_future(c.wait_up()) for c in clients]
-        stopped = asyncio.ensure_future(stop.wait())
-        try:
-            await asyncio.wait([*waits, stopped], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for wait in (*waits, stopped):
-                wait.cancel()
-        if stop.is_set():
+        await self.ready_signal.until(lambda: self.clients is not clients or any(c.up for c in clients))
+        if self.clients is not clients:
             raise EngineError("the VoxCPM2 engine stopped")

@@ -19,6 +19,7 @@ from polyvox.engine.stats import EngineRank, PromptCacheStats
 from polyvox.engine.worker import EngineWorker
 from polyvox.models.interface import SpeechModel
 from polyvox.models.model_source import ModelSource
+from polyvox.runtime.ready_signal import ReadySignal
 
 
 class InThreadEngine:
@@ -35,12 +36,15 @@ class InThreadEngine:
             self.prompts = options.prompt_builder(model)
         self.worker: EngineWorker | None = None
         self.step_loop: AsyncEngineCore | None = None
+        # announced as it starts, stops, and when its step loop gives up (on the loop's own thread)
+        self.ready_signal = ReadySignal()
 
     async def start(self) -> None:
         if self.step_loop is None:
             step_loop = await asyncio.to_thread(self._build)
             step_loop.start()
             self.step_loop = step_loop
+            self.ready_signal.announce()
 
     def _build(self) -> AsyncEngineCore:
         if self.options.torch_threads is not None:
@@ -50,11 +54,12 @@ class InThreadEngine:
             self.prompts = self.options.prompt_builder(self._source.load())
             self._source = None
         self.worker = self.options.worker(self.prompts)
-        return AsyncEngineCore(self.worker.core)
+        return AsyncEngineCore(self.worker.core, on_exit=self.ready_signal.announce)
 
     async def stop(self) -> None:
         step_loop, self.step_loop = self.step_loop, None
         if step_loop is not None:
+            self.ready_signal.announce()
             await asyncio.to_thread(step_loop.stop)
 
     @property

@@ -30,6 +30,7 @@ from polyvox.core.stats import BatchingStats
 from polyvox.engine import messages as m
 from polyvox.engine.request import EngineRequest
 from polyvox.engine.stats import PromptCacheStats
+from polyvox.runtime.ready_signal import ReadySignal
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +54,12 @@ class SendFailed(EngineDied):
 
 
 class MPClient:
-    def __init__(self, rank: int, address: str, hang_timeout_s: float = 0.0) -> None:
+    def __init__(
+        self, rank: int, address: str, hang_timeout_s: float = 0.0, ready_signal: ReadySignal | None = None
+    ) -> None:
         """`hang_timeout_s`: how long the engine may hold requests of this client without a step before
-        it is killed as hung (0: never)."""
+        it is killed as hung (0: never); `ready_signal`: announced each time the engine comes up or goes
+        down (the `DataParallelEngine`'s, shared by its ranks)."""
         self.rank = rank
         self.address = address
         self.hang_timeout_s = hang_timeout_s
@@ -63,7 +67,7 @@ class MPClient:
         self._busy_since = 0.0  # when this client last sent a request while it had none there
         self._watchdog: asyncio.Task | None = None
         self._handshake: m.Ready | None = None
-        self._serving = asyncio.Event()  # set while up: what a request waiting for a live rank awaits
+        self.ready_signal = ready_signal or ReadySignal()
         self.stats: BatchingStats | None = None
         self.held = 0  # requests the engine reported holding, for every client
         self._prompt_stats = PromptCacheStats()
@@ -83,19 +87,13 @@ class MPClient:
 
     @handshake.setter
     def handshake(self, ready: m.Ready | None) -> None:
-        self._handshake = ready
-        if ready is None:
-            self._serving.clear()
-        else:
-            self._serving.set()
+        was_up, self._handshake = self.up, ready
+        if self.up != was_up:
+            self.ready_signal.announce()
 
     @property
     def up(self) -> bool:
         return self._handshake is not None
-
-    async def wait_up(self) -> None:
-        """Return once the engine serves (at once if it does)."""
-        await self._serving.wait()
 
     @property
     def load(self) -> int:

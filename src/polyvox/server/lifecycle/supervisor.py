@@ -21,40 +21,39 @@ log = logging.getLogger(__name__)
 
 
 class BackendSupervisor:
-    """Watches `engine.ready` every `interval_s` once the engine has started (`served` is set by
-    whoever started it); `run()` is a task."""
+    """Acts when the engine's readiness changes (`Backend.until_ready`, announced where it changes:
+    nothing here is polled) once the engine has started (`served` is set by whoever started it);
+    `run()` is a task. A hung engine process is noticed by its client's watchdog (`hang_timeout_s`),
+    whose kill is announced as any death is."""
 
     def __init__(
         self,
         backend: Backend,
         lifecycle: Lifecycle,
         metrics: Metrics,
-        interval_s: float = 0.5,
         backoff: RestartBackoff | None = None,
     ):
         self.backend = backend
         self.lifecycle = lifecycle
         self.metrics = metrics
-        self.interval_s = interval_s
-        self.backoff = backoff or RestartBackoff(first_s=interval_s)  # the pause after a failed restart
+        self.backoff = backoff or RestartBackoff()  # the pause after a failed restart
         self.served = False
         self.restarting = False  # from the moment a served engine is found down until it is ready again
 
     async def run(self) -> None:
         while True:
-            await asyncio.sleep(self.interval_s)
             if self.backend.ready:
                 self.restarting = False
                 self.backoff.reset()
-                continue
-            if not self.served or self.lifecycle.draining:
-                continue  # still starting for the first time, or shutting down
-            if self.backend.restarts_itself:
+                await self.backend.until_ready(False)
+            elif not self.served or self.lifecycle.draining:
+                await self.backend.until_ready()  # still starting for the first time, or shutting down
+            elif self.backend.restarts_itself:
                 # engine processes: the dead rank's client restarts it with its own backoff; a
                 # rebuild here would race that restart and start every rank afresh
                 self.restarting = True
-                continue
-            if not await self.restart():
+                await self.backend.until_ready()
+            elif not await self.restart():
                 await asyncio.sleep(self.backoff.next_pause())
 
     async def restart(self) -> bool:

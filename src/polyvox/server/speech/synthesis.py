@@ -66,7 +66,6 @@ T = TypeVar("T")
 # engine process died under it holding some of its audio (two deaths in one answer are rare; an input
 # that kills every engine process it reaches stops there).
 ANSWER_RUNS = 2
-ENGINE_READY_POLL_S = 0.05  # how often a request waiting for a restarting engine looks whether it is back
 
 
 class SpeechService:
@@ -130,9 +129,9 @@ class SpeechService:
         if self.backend.ready:
             return
         if self.engine_served():
-            deadline = accepted_at + self.settings.request_timeout_s
-            while not self.backend.ready and time.perf_counter() < deadline:
-                await asyncio.sleep(ENGINE_READY_POLL_S)
+            remaining = accepted_at + self.settings.request_timeout_s - time.perf_counter()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.backend.until_ready(), max(0.0, remaining))
             if self.backend.ready:
                 return
         raise APIError(
