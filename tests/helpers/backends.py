@@ -22,6 +22,9 @@ class BackendWrapper(Backend):
     def ready(self) -> bool:
         return self.inner.ready
 
+    async def until_ready(self, ready: bool = True) -> None:
+        await self.inner.until_ready(ready)  # the wrapped back end's own signal, not the default's polling
+
     async def start(self) -> None:
         await self.inner.start()
 

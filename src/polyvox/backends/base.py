@@ -214,8 +214,8 @@ class Backend(Protocol):
     async def until_ready(self, ready: bool = True) -> None:
         """Return once `self.ready == ready` (at once if it is): what a request waiting for a restarting
         engine and the supervisor await. Every back end here overrides it with its engine's `ReadySignal`,
-        announced where the state changes; this default, for one that announces nothing (a test's
-        wrapper), looks again every `READY_POLL_S`."""
+        announced where the state changes; this default, for a back end written elsewhere that announces
+        nothing, looks again every `READY_POLL_S`."""
         while self.ready != ready:
             await asyncio.sleep(READY_POLL_S)
 

@@ -7,7 +7,8 @@ The pauses are tenacity's `wait_exponential`. Tenacity's retry loop (`AsyncRetry
 retries one call until the call returns, while two of the three restarts are loops of another shape:
 the launcher's try is an API process's whole life (the pause resets when that life was long, not when
 a call returned) and its wait ends early when the launcher stops; the supervisor's try is a wait on the
-engine's readiness, in which the engine may come back by itself. Each keeps its loop and asks this object for pauses.
+engine's readiness, in which the engine may come back by itself. Each keeps its loop and asks this
+object for pauses.
 """
 
 from __future__ import annotations
