@@ -30,9 +30,9 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from polyvox.server.app_state import app_state
-from polyvox.server.errors import APIError, error_response
+from polyvox.server.errors import APIError, error_response, keys_unavailable
 from polyvox.server.key_ring import key_digest
-from polyvox.server.tenancy.caller import ANONYMOUS, PUBLIC, SETTINGS_KEY_NAME, Caller, remember
+from polyvox.server.tenancy.caller import ANONYMOUS, KEY_TO_COME, PUBLIC, SETTINGS_KEY_NAME, Caller, remember
 from polyvox.server.tenancy.key_table import FRESH_S
 from polyvox.server.tenancy.keys import Scope as KeyScope
 
@@ -56,9 +56,6 @@ WEBSOCKET_KEY_PREFIX = "polyvox.key."
 ELEVENLABS_PREFIX = "/elevenlabs/"
 XI_API_KEY = "xi-api-key"
 KEY_IN_FIRST_MESSAGE = ("/stream-input", "/multi-stream-input")
-# A socket handshake that brings no key where the key may come in its first message: it may do nothing
-# until `authorize_key` has checked that key.
-KEY_TO_COME = Caller("(key in the first message)", admin=False)
 
 
 def needs_admin(method: str, path: str) -> bool:
@@ -125,15 +122,6 @@ def _refused() -> APIError:
         "missing or incorrect API key: send `Authorization: Bearer <key>`",
         code="invalid_api_key",
         headers={"WWW-Authenticate": "Bearer"},
-    )
-
-
-def keys_unavailable(problem: str) -> APIError:
-    return APIError(
-        503,
-        f"API keys cannot be checked: {problem}",
-        code="key_store_unavailable",
-        headers={"Retry-After": "1"},
     )
 
 

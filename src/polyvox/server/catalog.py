@@ -1,39 +1,18 @@
-"""What the server offers: `GET /v1/models` (OpenAI's list), `GET /v1/audio/models` (the same ids in the
-shape Open WebUI asks a TTS server for) and which model ids a speech request may name. The voice lists
-are in `voice_routes/voices.py`."""
+"""What the server offers: `GET /v1/models` (OpenAI's list) and `GET /v1/audio/models` (the same ids in
+the shape Open WebUI asks a TTS server for). Which ids a speech request may name is `served_models.py`;
+the voice lists are in `voice_routes/voices.py`."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from polyvox.backends.base import Backend
 from polyvox.server.deps import get_created, get_service
 from polyvox.server.errors import APIError
 from polyvox.server.protocol import ModelCard, ModelList, WebUIModel, WebUIModelList
+from polyvox.server.served_models import served_model_ids
 from polyvox.server.speech.synthesis import SpeechService
 
 router = APIRouter(tags=["catalog"])
-
-# OpenAI's speech model names are accepted as aliases of the served engine, so clients work unchanged.
-OPENAI_MODEL_ALIASES = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
-
-
-def served_model_ids(backend: Backend) -> list[str]:
-    """The model ids a speech request may name: the engine's model, its family (e.g. `voxcpm2` for
-    any VoxCPM2 checkpoint) and OpenAI's speech model names."""
-    return list(dict.fromkeys((backend.info.model_id, backend.info.name, *OPENAI_MODEL_ALIASES)))
-
-
-def check_model(model: str, backend: Backend, accept_any: bool) -> None:
-    """404 `model_not_found` for a model id this server does not list, as OpenAI answers (unless
-    `accept_any`: the `accept_any_model` setting)."""
-    if not accept_any and model not in served_model_ids(backend):
-        raise APIError(
-            404,
-            f"model {model!r} not found; GET /v1/models lists the models (accept_any_model accepts any)",
-            param="model",
-            code="model_not_found",
-        )
 
 
 def _models(service: SpeechService, created: int) -> list[ModelCard]:

@@ -230,3 +230,14 @@ def install_error_handlers(app: FastAPI, errors_total: Counter) -> None:
     app.add_exception_handler(ClientDisconnect, on_disconnect)  # type: ignore[arg-type]
     app.add_exception_handler(BodyReadTimeout, on_body_timeout)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, on_unexpected)
+
+
+def keys_unavailable(problem: str) -> APIError:
+    """503 `key_store_unavailable`: the key store cannot vouch for the named keys, so none is accepted (a
+    store's failure fails closed)."""
+    return APIError(
+        503,
+        f"API keys cannot be checked: {problem}",
+        code="key_store_unavailable",
+        headers={"Retry-After": "1"},
+    )

@@ -12,9 +12,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from polyvox.backends.base import Backend
 from polyvox.runtime.startup import STAGES
 from polyvox.server.app_state import AppState
-from polyvox.server.auth import keys_unavailable
 from polyvox.server.deps import get_backend, get_metrics, get_state
-from polyvox.server.errors import APIError, error_response
+from polyvox.server.errors import APIError, error_response, keys_unavailable
 from polyvox.server.metrics import Metrics
 from polyvox.server.tenancy.key_table import FRESH_S
 from polyvox.voices.freeze_at_start import FREEZE_STAGE

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 from starlette.requests import Request
 
-from polyvox.server.catalog import check_model
 from polyvox.server.elevenlabs.output_format import OutputFormat, UlawEncoder
 from polyvox.server.errors import APIError
 from polyvox.server.protocol import SpeechRequest
+from polyvox.server.served_models import check_model
 from polyvox.server.speech.synthesis import SpeechJob, SpeechService, until_disconnect
 from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.limits import StreamLease

@@ -9,6 +9,7 @@ import contextlib
 from fastapi import APIRouter, Depends, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
+from polyvox.server.auth import authorize_key
 from polyvox.server.deps import get_service, get_tenancy
 from polyvox.server.elevenlabs.http_routes import PREFIX
 from polyvox.server.elevenlabs.output_format import parse_output_format
@@ -35,7 +36,7 @@ async def _serve(
     except APIError as exc:  # refused before the handshake: an HTTP answer naming the value
         await websocket.send_denial_response(error_response(exc))
         return
-    session = ElevenLabsSocket(websocket, service, tenancy, options, multi=multi)
+    session = ElevenLabsSocket(websocket, service, tenancy, options, multi=multi, authorize_key=authorize_key)
     with contextlib.suppress(WebSocketDisconnect):
         await session.run()
 

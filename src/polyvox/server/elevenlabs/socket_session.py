@@ -11,23 +11,23 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from fastapi import WebSocket
+from starlette.requests import HTTPConnection
 from starlette.websockets import WebSocketDisconnect
 
 from polyvox.backends.errors import BackendError, BackendInputError
-from polyvox.server.auth import KEY_TO_COME, authorize_key
-from polyvox.server.catalog import check_model
 from polyvox.server.elevenlabs.context import Context
 from polyvox.server.elevenlabs.output_format import OutputFormat
 from polyvox.server.elevenlabs.requests import VoiceSettings, speech_fields, speech_request
 from polyvox.server.elevenlabs.words import wants_words
 from polyvox.server.errors import APIError, DeadlineExceeded
 from polyvox.server.protocol import SpeechRequest
+from polyvox.server.served_models import check_model
 from polyvox.server.speech.synthesis import SpeechService
-from polyvox.server.tenancy.caller import caller_of
+from polyvox.server.tenancy.caller import KEY_TO_COME, Caller, caller_of
 from polyvox.server.tenancy.limits import StreamLease
 from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.websocket.protocol import as_api_error
@@ -50,6 +50,10 @@ class SocketOptions:
         self.sync_alignment = sync_alignment
 
 
+# auth's `authorize_key`: the caller a key brought later (in a socket's first message) is; APIError if none
+KeyCheck = Callable[[HTTPConnection, str | None], Awaitable[Caller]]
+
+
 class ElevenLabsSocket:
     def __init__(
         self,
@@ -59,8 +63,12 @@ class ElevenLabsSocket:
         options: SocketOptions,
         *,
         multi: bool,
+        authorize_key: KeyCheck,
     ):
+        """`authorize_key` checks the key a socket whose handshake brought none (`KEY_TO_COME`) sends in
+        its first message, as auth checks a handshake's, and leaves the caller in its scope."""
         self.websocket = websocket
+        self.authorize_key = authorize_key
         self.service = service
         self.tenancy = tenancy
         self.options = options
@@ -116,7 +124,7 @@ class ElevenLabsSocket:
         data = _decode(message)
         if caller_of(self.websocket) is KEY_TO_COME:
             try:
-                await authorize_key(self.websocket, _key_of(data))
+                await self.authorize_key(self.websocket, _key_of(data))
             except APIError as exc:
                 raise KeyRefused(exc) from exc
         if self.lease is None:  # the key's `max_streams`: this socket is one stream

@@ -6,10 +6,10 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from polyvox.server.catalog import check_model
 from polyvox.server.deps import get_service, get_tenancy
 from polyvox.server.errors import CLIENT_CLOSED
 from polyvox.server.protocol import SpeechRequest
+from polyvox.server.served_models import check_model
 from polyvox.server.speech.parsing import read_speech_request
 from polyvox.server.speech.request_policy import streams
 from polyvox.server.speech.streaming import SpeechStreamResponse, audio_stream, sse_stream

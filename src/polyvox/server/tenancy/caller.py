@@ -42,6 +42,9 @@ class Caller:
 
 ANONYMOUS = Caller(ANONYMOUS_NAME, admin=True)  # an open server: everyone may do everything
 PUBLIC = Caller(ANONYMOUS_NAME, admin=False)  # a keyless read of the lists `public_model_list` opens
+# A socket handshake that brings no key where the key may come in its first message (ElevenLabs' sockets):
+# it may do nothing until auth's `authorize_key` has checked that key.
+KEY_TO_COME = Caller("(key in the first message)", admin=False)
 
 
 def remember(scope: Scope, caller: Caller) -> None:

@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 
 from polyvox.backends.base import Backend
 from polyvox.server.deps import get_backend, get_fresh_registry, get_registry, get_service, get_settings
-from polyvox.server.errors import APIError, error_response
+from polyvox.server.errors import error_response
 from polyvox.server.metrics import Metrics
 from polyvox.server.protocol import (
     VoiceCard,
@@ -33,40 +33,15 @@ from polyvox.server.protocol import (
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.ownership import check_changeable, check_voice, visible_voices
 from polyvox.server.voice_routes.creation import create_from_fields
+from polyvox.server.voice_routes.errors import voice_api_error
 from polyvox.server.voice_routes.fields import read_fields
 from polyvox.settings import Settings
 from polyvox.voices.detail import VoiceDetail
-from polyvox.voices.errors import (
-    InvalidVoiceAudio,
-    InvalidVoiceName,
-    VoiceConflict,
-    VoiceError,
-    VoiceNotFound,
-    VoiceStorageUnavailable,
-    VoiceTooLarge,
-    VoiceUnsupported,
-)
+from polyvox.voices.errors import VoiceError
 from polyvox.voices.registry import VoiceRegistry
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["voices"])
-
-# Most specific class first.
-_STATUS: tuple[tuple[type[VoiceError], int], ...] = (
-    (VoiceNotFound, 404),
-    (VoiceConflict, 409),
-    (VoiceTooLarge, 413),
-    (VoiceUnsupported, 422),
-    (VoiceStorageUnavailable, 503),
-    (InvalidVoiceName, 400),
-    (InvalidVoiceAudio, 400),
-    (VoiceError, 400),
-)
-
-
-def voice_api_error(exc: VoiceError) -> APIError:
-    status = next(code for cls, code in _STATUS if isinstance(exc, cls))
-    return APIError(status, exc.message, param=exc.param, code=exc.code)
 
 
 def install_voice_errors(app: FastAPI, metrics: Metrics) -> None:

@@ -14,7 +14,7 @@ from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.server.errors import APIError, DeadlineExceeded, error_body, from_backend_error
 from polyvox.server.protocol import Number
 from polyvox.server.speech.parsing import decode_json
-from polyvox.server.voice_routes.voices import voice_api_error
+from polyvox.server.voice_routes.errors import voice_api_error
 from polyvox.voices.errors import VoiceError
 
 log = logging.getLogger(__name__)

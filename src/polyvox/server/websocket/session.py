@@ -17,9 +17,9 @@ from starlette.websockets import WebSocketDisconnect
 
 from polyvox.backends.base import ReferenceAudio
 from polyvox.backends.errors import BackendError, BackendInputError
-from polyvox.server.catalog import check_model
 from polyvox.server.errors import APIError, DeadlineExceeded, from_validation_errors
 from polyvox.server.protocol import SpeechRequest, SpeechUsage, first_lone_surrogate
+from polyvox.server.served_models import check_model
 from polyvox.server.speech.parsing import base64_reference
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.caller import caller_of

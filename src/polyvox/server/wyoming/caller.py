@@ -4,8 +4,7 @@ so a key revoked or made since is seen as HTTP sees it."""
 
 from __future__ import annotations
 
-from polyvox.server.auth import keys_unavailable
-from polyvox.server.errors import APIError
+from polyvox.server.errors import APIError, keys_unavailable
 from polyvox.server.tenancy.caller import ANONYMOUS, SETTINGS_KEY_NAME, Caller
 from polyvox.server.tenancy.key_table import FRESH_S, KeyTable
 
