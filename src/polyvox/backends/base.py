@@ -2,12 +2,12 @@
 
 A back end turns a `SynthesisRequest` into an `AudioStream` of mono float32 PCM chunks at
 its native sample rate. Closing the stream early (the client went away) must free
-everything the request holds inside the engine. Encoding, resampling, speed change and
-caching happen above this contract, identically for every engine.
+everything the request holds inside the back end. Encoding, resampling, speed change and
+caching happen above this contract, identically for every back end.
 
 What a back end can do is declared, never probed: `BackendInfo.capabilities` says whether it clones,
 designs voices and changes speed itself; the optional parts of the contract (batching statistics,
-the engine's data-parallel ranks, the voice prompt cache's counters, the lexicon, the back end that
+the batching engine's data-parallel ranks, the voice prompt cache's counters, the lexicon, the back end that
 speaks text as written) are methods with defaults here, which a back end that has them overrides.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 
 from polyvox.backends.errors import BackendInputError, EmptyInput
 
-# What an engine reports of itself is the engine's own data; the contract passes it on as it is.
+# What the batching engine reports of itself is its own data; the contract passes it on as it is.
 from polyvox.engine.stats import EngineRank, PromptCacheStats
 from polyvox.text.emotion import EMOTIONS, NEUTRAL_ONLY
 from polyvox.text.frontend import has_words
@@ -65,7 +65,7 @@ class ReferenceAudio:
     """Audio a request clones from: mono float32 samples at `sample_rate`, plus an optional transcript.
 
     `content_hash` identifies the clip by content (never by a voice's name), for caches. `field` is
-    the request field an engine's refusal of the clip names: the one a one-off clip came in
+    the request field a back end's refusal of the clip names: the one a one-off clip came in
     (`ref_audio`, `voice_file`...), `voice` for a stored voice's clip.
     """
 
@@ -100,11 +100,11 @@ class SynthesisRequest:
     # `text` as the text front end prepared it, piece by piece, once checked (`TextPipeline.checked`):
     # the pieces generated are the pieces checked. None: not prepared yet.
     pieces: tuple[str, ...] | None = None
-    # Whose request this is, piece after piece (the text front end gives each request one), for an engine
+    # Whose request this is, piece after piece (the text front end gives each request one), for a back end
     # that shares a few workers among requests fairly (the embedded voice's FairQueue). None: its own.
     listener: Listener | None = None
     # Where the answer's pieces go once each is timed (`PieceTiming`: the client's words and when they are
-    # heard, on the engine's clock), filled in by the text front end's `PieceStream`. None: no word
+    # heard, on the back end's clock), filled in by the text front end's `PieceStream`. None: no word
     # timestamps asked, nothing timed.
     timeline: Timeline | None = None
     # One piece's spoken words, for a back end that times them itself (`capabilities.word_timings`): it
@@ -126,12 +126,13 @@ class BackendCapabilities:
 
     @property
     def emotions(self) -> tuple[str, ...]:
-        """The `emotion`s the engine speaks: every one where it designs voices (a style in the
+        """The `emotion`s the back end speaks: every one where it designs voices (a style in the
         description), else only `neutral` (its voices' one delivery)."""
         return EMOTIONS if self.voice_design else NEUTRAL_ONLY
 
     def check_emotion(self, emotion: str | None, engine: str) -> None:
-        """A `BackendInputError` naming `emotion` (and `engine`) when the engine cannot speak it."""
+        """A `BackendInputError` naming `emotion` (and `engine`, the back end's name) when the back end
+        cannot speak it."""
         if emotion is not None and emotion not in self.emotions:
             raise BackendInputError(
                 f"the {engine} engine has no voice design and speaks every voice one way: emotion "
@@ -142,7 +143,7 @@ class BackendCapabilities:
             )
 
     def split_speed(self, speed: float) -> tuple[float, float]:
-        """(engine speed, pipeline speed) whose product is `speed`: an engine with native speed applies
+        """(back end speed, pipeline speed) whose product is `speed`: a back end with native speed applies
         it up to `max_native_speed`, the OutputPipeline time-stretches the rest."""
         backend_speed = min(speed, self.max_native_speed) if self.native_speed else 1.0
         return backend_speed, speed / backend_speed
@@ -162,15 +163,15 @@ class AdapterInfo:
 
 @dataclass
 class BackendInfo:
-    """What the server needs to know about an engine to shape requests and answer /v1/models.
+    """What the server needs to know about a back end to shape requests and answer /v1/models.
 
-    `extra` holds labels that identify the audio an engine makes (device, dtype, revision, voice hash):
+    `extra` holds labels that identify the audio a back end makes (device, dtype, revision, voice hash):
     strings by nature, part of the audio cache's key; numbers and capabilities have typed fields.
 
-    `reference_rate` is the rate the engine takes a `ReferenceAudio` at (VoxCPM2: its AudioVAE's input
-    rate), so voice clips are decoded straight to it; None for an engine that cannot clone.
+    `reference_rate` is the rate the back end takes a `ReferenceAudio` at (VoxCPM2: its AudioVAE's input
+    rate), so voice clips are decoded straight to it; None for a back end that cannot clone.
 
-    `voice_descriptions` says how the engine's own voices differ (the embedded voice's delivery styles);
+    `voice_descriptions` says how the back end's own voices differ (the embedded voice's delivery styles);
     a voice it does not describe is described by its builtin design, if any."""
 
     name: str
@@ -196,7 +197,8 @@ class AudioStream(Protocol):
 
 @runtime_checkable
 class Backend(Protocol):
-    """A speech engine. `generate` yields float32 mono chunks at `info.sample_rate`.
+    """A speech back end, what the server speaks to. `generate` yields float32 mono chunks at
+    `info.sample_rate`.
 
     Back ends subclass this to inherit the optional methods' defaults."""
 
@@ -213,7 +215,7 @@ class Backend(Protocol):
 
     async def until_ready(self, ready: bool = True) -> None:
         """Return once `self.ready == ready` (at once if it is): what a request waiting for a restarting
-        engine and the supervisor await. Every back end here overrides it with its engine's `ReadySignal`,
+        back end and the supervisor await. Every back end here overrides it with its own `ReadySignal`,
         announced where the state changes; this default, for a back end written elsewhere that announces
         nothing, looks again every `READY_POLL_S`."""
         while self.ready != ready:
@@ -221,12 +223,12 @@ class Backend(Protocol):
 
     @property
     def restarts_itself(self) -> bool:
-        """The engine starts again by itself whatever of it dies (engine processes, each rank with its
-        own backoff): the server's supervisor then only waits, never rebuilds the whole engine."""
+        """The back end starts again by itself whatever of it dies (engine processes, each rank with its
+        own backoff): the server's supervisor then only waits, never rebuilds the whole back end."""
         return False
 
     def validate(self, request: SynthesisRequest) -> None:
-        """Raise a `BackendInputError` when the request cannot be served by this engine."""
+        """Raise a `BackendInputError` when the request cannot be served by this back end."""
 
     def checked(self, request: SynthesisRequest) -> SynthesisRequest:
         """The request as this back end will speak it, checked once (`validate`; a `BackendInputError`
@@ -243,7 +245,7 @@ class Backend(Protocol):
 
     async def check_voice(self, reference: ReferenceAudio) -> None:
         """Raise a `BackendInputError` when a voice cloned from `reference` (a stored voice's clip and
-        transcript) could never speak on this engine, so it is refused when stored rather than on every
+        transcript) could never speak on this back end, so it is refused when stored rather than on every
         request; nothing by default. Called only when `capabilities.cloning`."""
 
     def generate(self, request: SynthesisRequest) -> AudioStream:
@@ -266,7 +268,7 @@ class Backend(Protocol):
 
     @property
     def lexicon(self) -> Lexicon | None:
-        """The pronunciation lexicon in front of the engine, if any (it changes the audio)."""
+        """The pronunciation lexicon in front of the back end, if any (it changes the audio)."""
         return None
 
     def as_written(self) -> Backend:

@@ -8,7 +8,7 @@ speaker, 22,050 Hz (the voice config's rate), no cloning, no voice design:
   (alloy, fable, verse, marin: the voice's own 0.667/0.8) and lively (nova, shimmer, coral, ballad:
   0.8/0.9). Any other voice name is refused.
 - `instructions` are accepted and ignored: piper has no way to follow them. Of the emotions only
-  `neutral` is spoken (each voice has one delivery); the others get a 422 naming the engine.
+  `neutral` is spoken (each voice has one delivery); the others get a 422 naming the back end.
 - Speed is native, through piper's `length_scale`, mapped by the measured duration curve of this
   voice (durations do not scale 1:1 with `length_scale`). The voice cannot speak faster than about
   2x (`BackendCapabilities.max_native_speed`); the server time-stretches any speed beyond that.
@@ -138,7 +138,7 @@ class EmbeddedBackend(Backend):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EmbeddedBackend:
-        """The engine for `settings` (`embedded_workers`; unset sizes the pool to the cores)."""
+        """The back end for `settings` (`embedded_workers`; unset sizes the pool to the cores)."""
         return cls(max_workers=settings.embedded_workers)
 
     @property

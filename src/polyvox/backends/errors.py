@@ -4,21 +4,21 @@ from __future__ import annotations
 
 
 class BackendError(Exception):
-    """Something went wrong inside an engine (a 5xx for the affected request only)."""
+    """Something went wrong inside a back end (a 5xx for the affected request only)."""
 
 
 class BackendOverloaded(BackendError):
-    """The engine cannot take more work now (429)."""
+    """The back end cannot take more work now (429)."""
 
 
 class AudioLost(BackendError):
-    """The engine lost a request after some of its audio had come back (the engine process serving it
+    """The back end lost a request after some of its audio had come back (the engine process serving it
     died). A caller that has passed none of that audio on may run the request again from its start,
     with its seed; otherwise a 500, as any BackendError."""
 
 
 class BackendInputError(ValueError):
-    """The request is well-formed but this engine cannot serve it (422). `param` names the field at fault."""
+    """The request is well-formed but this back end cannot serve it (422); `param` names the field."""
 
     def __init__(self, message: str, param: str | None = None, code: str = "unsupported_input"):
         super().__init__(message)

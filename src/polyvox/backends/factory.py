@@ -19,7 +19,7 @@ from polyvox.text.lexicon import Lexicon, LexiconError
 def build_model_backend(settings: Settings, engine_sockets: str | None = None) -> Backend:
     """The model back end `settings` select (not started yet); `engine_sockets`: VoxCPM's engine ranks
     are the launcher's, listening there (an API process behind `api_server_count`). StartupError for
-    adapters (`lora`) given to an engine that serves none: they would be ignored without a word."""
+    adapters (`lora`) given to a back end that serves none: they would be ignored without a word."""
     if settings.model or settings.random_weights:
         require_torch("--model" if settings.model else "--random-weights")
         from polyvox.backends.voxcpm import VoxCPMBackend
@@ -58,8 +58,8 @@ def with_text_frontend(backend: Backend, settings: Settings) -> TextPipeline:
     frontend = TextFrontend(
         _lexicon(settings), normalize_default=settings.normalize, max_piece_chars=settings.max_piece_chars
     )
-    # Word timestamps: an engine that times its words itself needs no aligner (none is built); a CTC
-    # model runs on the engine's device setting (auto: CUDA when there is one).
+    # Word timestamps: a back end that times its words itself needs no aligner (none is built); a CTC
+    # model runs on the `device` setting (auto: CUDA when there is one).
     timed_itself = backend.info.capabilities.word_timings
     aligner = None if timed_itself else make_aligner(settings.aligner, device=settings.device)
     return TextPipeline(

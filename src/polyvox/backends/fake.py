@@ -1,4 +1,4 @@
-"""A deterministic tone engine for tests: speaks every character as a slice of a sine wave.
+"""A deterministic tone back end for tests: speaks every character as a slice of a sine wave.
 
 It follows the Backend contract to the letter (async chunks, cancellation frees the request) and
 can be told to be slow, to fail, or to wait before it is ready, so server behaviour can be
@@ -23,7 +23,7 @@ class FakeBackend(Backend):
 
     Text containing `fail_marker` raises `BackendError` mid-stream; text containing
     `reject_marker` is refused by `validate` with a `BackendInputError`. `chunk_delay_s` sleeps
-    between chunks (a slow engine); `ready_gate`, when given, holds `start()` until it is set; `die()`
+    between chunks (a slow back end); `ready_gate`, when given, holds `start()` until it is set; `die()`
     stops it serving as a crashed runtime would;
     `generate_gate` holds every generation before its first chunk until it is set; `hold_gate` holds
     it after `hold_after_s` seconds of audio until it is set. With `cloning` it declares that it

@@ -73,7 +73,7 @@ class PieceTimer:
             task.set_result(spans)
         else:
             if spans is not None:
-                log.warning("piece %d: %d of %d words timed by the engine", index, len(spans), len(spoken))
+                log.warning("piece %d: %d of %d words timed by the back end", index, len(spans), len(spoken))
             task = asyncio.ensure_future(asyncio.to_thread(self._align, samples, spoken))
         self._pending.append((index, start, end, task))
         self.flush()

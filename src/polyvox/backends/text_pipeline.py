@@ -4,21 +4,21 @@ without clicks. `checked` prepares the pieces and has the inner back end check e
 does this before the request runs); `generate` speaks those very pieces.
 
 While piece n streams to the client, pieces n+1 … n+`lookahead` are already generating: each runs
-in its own task that pulls the inner engine's chunks into a queue. Chunks are yielded strictly in
+in its own task that pulls the inner back end's chunks into a queue. Chunks are yielded strictly in
 order. At each seam the last `crossfade_ms` of the earlier piece fade out and the first
 `crossfade_ms` of the later piece fade in (raised-cosine ramps), so the waveform meets near zero
 instead of jumping; a single-piece request passes through untouched. Closing the stream cancels
 every running piece and closes its inner generator before `aclose()` returns.
 
 Every piece reuses the request's voice, reference, instructions, generation parameters and seed, so
-sampling engines draw the same noise for each piece. The server fixes the seed of every request as it
+sampling back ends draw the same noise for each piece. The server fixes the seed of every request as it
 prepares it; a request without one, from a caller that came straight to `generate` (`polyvox say`
 without `--seed`, a bench script), gets one drawn there, once. Each piece's request carries the
-request's `Listener` and the piece's index, so an engine that shares a few workers among requests (the
-embedded voice) can serve them fairly; engines that batch on their own ignore them.
+request's `Listener` and the piece's index, so a back end that shares a few workers among requests (the
+embedded voice) can serve them fairly; back ends that batch on their own ignore them.
 
 A request with a `timeline` (word timestamps asked) has each piece timed as it ends (`PieceTimer`: the
-engine's own word times, or the `aligner` over the piece's audio, off the event loop), on the clock of
+back end's own word times, or the `aligner` over the piece's audio, off the event loop), on the clock of
 the joined audio.
 """
 
@@ -244,7 +244,7 @@ class PieceStream:
 
 
 async def _pull(inner: Backend, request: SynthesisRequest, queue: asyncio.Queue) -> None:
-    """Move one piece's chunks from the inner engine into `queue`, then `_DONE` or a `_Failure`."""
+    """Move one piece's chunks from the inner back end into `queue`, then `_DONE` or a `_Failure`."""
     chunks: AudioStream | None = None
     try:
         chunks = inner.generate(request)
