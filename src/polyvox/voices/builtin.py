@@ -1,6 +1,6 @@
 """Builtin voices: the OpenAI names, each a voice design (a description) in `builtin_voices.json`.
 
-With an engine that can clone, a builtin voice is frozen on first use (see `design`): the audio is
+With a back end that can clone, a builtin voice is frozen on first use (see `design`): the audio is
 written to `<voices_dir>/builtin/` as a WAV plus a JSON sidecar. From then on that clip is the voice's
 reference prompt, so the voice sounds the same on every request and after restarts. The file name
 carries a hash of the model id, description, sentence, seed and length cap, so a change to any of

@@ -1,5 +1,5 @@
 """The checks every voice clip passes (registered, uploaded or sent with one request), and its
-decoding into a `ReferenceAudio` keyed by the sha256 of its bytes, at the rate the engine takes
+decoding into a `ReferenceAudio` keyed by the sha256 of its bytes, at the rate the back end takes
 references at (`clip_rate`). Decoding is bounded (see `polyvox.audio.decode`): a clip over
 `max_seconds` is refused as soon as that is known, never decoded to its end."""
 
@@ -35,9 +35,9 @@ def content_hash(data: bytes) -> str:
 
 
 def clip_rate(info: BackendInfo) -> int:
-    """The rate voice clips are decoded to for this engine: the rate it takes references at, so a
-    clip is resampled once; an engine that cannot clone still has clips checked (a bad clip is a 400
-    before the engine's refusal), decoded to its own output rate."""
+    """The rate voice clips are decoded to for this back end: the rate it takes references at, so a
+    clip is resampled once; a back end that cannot clone still has clips checked (a bad clip is a 400
+    before the back end's refusal), decoded to its own output rate."""
     return info.reference_rate if info.reference_rate is not None else info.sample_rate
 
 

@@ -1,4 +1,4 @@
-"""Voice design frozen into a clip: an engine that clones speaks a sentence as "(description)text"
+"""Voice design frozen into a clip: a back end that clones speaks a sentence as "(description)text"
 with a fixed seed, once, and the audio becomes the voice's reference prompt. Builtin voices and
 voices created from a text prompt are both made this way, so each sounds the same on every request."""
 
@@ -40,7 +40,7 @@ class FrozenPrompt:
 
 
 async def freeze_design(design: VoiceDesign, backend: Backend, max_patches: int) -> FrozenPrompt:
-    """Generate the design's clip with `engine` (the model engine itself, not a text front end)."""
+    """Generate the design's clip with `backend` (the model's back end itself, not a text front end)."""
     request = SynthesisRequest(
         text=design.text,
         voice=design.name,
@@ -66,7 +66,7 @@ async def freeze_design(design: VoiceDesign, backend: Backend, max_patches: int)
 
 async def _clip(backend: Backend, request: SynthesisRequest) -> list[np.ndarray]:
     """The request's audio, whole; generated again from its start (the same seed: the same clip) if the
-    engine lost part of it (`AudioLost`), since nothing of it was used yet."""
+    back end lost part of it (`AudioLost`), since nothing of it was used yet."""
     for run in range(1, FREEZE_RUNS + 1):
         try:
             return [np.asarray(chunk, np.float32).reshape(-1) async for chunk in backend.generate(request)]

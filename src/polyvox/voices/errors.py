@@ -42,7 +42,7 @@ class VoiceTooLarge(InvalidVoiceAudio):
 
 
 class VoiceUnsupported(VoiceError):
-    """The voice exists but the serving engine cannot speak with it (e.g. a cloned voice, no cloning)."""
+    """The voice exists but the serving back end cannot speak with it (e.g. a cloned voice, no cloning)."""
 
     code = "cloning_unsupported"
 

@@ -15,7 +15,7 @@ FREEZE_STAGE = "freeze the builtin voices"
 
 
 def wants_freeze_at_start(enabled: bool, backend: Backend) -> bool:
-    """Whether there is anything to freeze: the setting is on and the engine designs voices."""
+    """Whether there is anything to freeze: the setting is on and the back end designs voices."""
     return enabled and stores_designed_voices(backend.info)
 
 
@@ -28,7 +28,7 @@ async def freeze_builtin_voices(registry: VoiceRegistry, backend: Backend) -> No
         for name in names:
             try:
                 await registry.resolve(name, backend)
-            except Exception as exc:  # any engine failure: this voice then freezes on first use
+            except Exception as exc:  # any back-end failure: this voice then freezes on first use
                 log.warning(
                     "builtin voice %s not frozen at start (%s: %s); it will be frozen on first use",
                     name,

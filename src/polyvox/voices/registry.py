@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ResolvedVoice:
-    """A voice ready to speak: its reference clip (None: the engine's own voice of that name) and
+    """A voice ready to speak: its reference clip (None: the back end's own voice of that name) and
     the settings it brings."""
 
     name: str
@@ -135,7 +135,7 @@ class VoiceRegistry:
 
     `design_script` is the sentence and seed a voice made from a prompt is frozen speaking, unless
     the request brings its own sentence. `clip_rate` is the rate stored clips are decoded to: the
-    rate the served engine takes references at (`clips.clip_rate` of its info). An uploaded clip's
+    rate the served back end takes references at (`clips.clip_rate` of its info). An uploaded clip's
     transcript is at most `max_transcript_chars` characters, as a one-off clone's `ref_text` is."""
 
     def __init__(
@@ -164,7 +164,7 @@ class VoiceRegistry:
 
     @classmethod
     def from_settings(cls, settings: Settings, backend: BackendInfo) -> VoiceRegistry:
-        """The registry `settings` describe, decoding clips for the engine `backend` describes.
+        """The registry `settings` describe, decoding clips for the back end `backend` describes.
 
         StartupError when the voices directory cannot be used (made, read and written) or its
         `voices.json` cannot be read: a server that started without them would serve builtin voices
@@ -194,8 +194,8 @@ class VoiceRegistry:
         return list(dict.fromkeys((*OPENAI_VOICES, *self.builtins)))
 
     def names(self, backend: Backend | None = None) -> list[str]:
-        """Builtin names (and any the engine adds), then registered voices in name order, then the
-        engine's LoRA adapters."""
+        """Builtin names (and any the back end adds), then registered voices in name order, then the
+        back end's LoRA adapters."""
         extra = backend.info.voices if backend is not None else ()
         adapters = sorted(backend.adapters()) if backend is not None else ()
         return list(dict.fromkeys((*self.builtin_names(), *extra, *sorted(self._voices), *adapters)))
@@ -233,11 +233,11 @@ class VoiceRegistry:
                 created=entry.created,
             )
         if name in self.builtin_names():
-            # The engine's own word on its voice first (the embedded voice's delivery), else the design.
+            # The back end's own word on its voice first (the embedded voice's delivery), else the design.
             described = backend.info.voice_descriptions.get(name) if backend is not None else None
             design = self.builtins.get(name)
             designed = design.description if design else None
-            # A builtin voice of an engine with voice design is spoken from its design: OpenAI's prompt.
+            # A builtin voice of a back end with voice design is spoken from its design: OpenAI's prompt.
             designs = backend is not None and backend.info.capabilities.voice_design and designed
             return VoiceDetail.of(
                 name,
@@ -277,9 +277,9 @@ class VoiceRegistry:
         return voice
 
     async def ready(self, voice: ResolvedVoice, backend: Backend) -> ResolvedVoice:
-        """`voice` as `backend` will speak it: a builtin voice of an engine that clones frozen into its
+        """`voice` as `backend` will speak it: a builtin voice of a back end that clones frozen into its
         reference on first use (once, however many requests ask). VoiceUnsupported for a stored voice
-        on an engine that cannot clone."""
+        on a back end that cannot clone."""
         if voice.stored and not backend.info.capabilities.cloning:
             raise cannot_clone(f"voice {voice.name!r} is", backend.info, "voice")
         design = self._design_to_freeze(voice, backend)
@@ -430,9 +430,9 @@ class VoiceRegistry:
         `entry.consent` true. Returns its info and whether it replaced another.
 
         Only a voice `backend` could speak is stored: the clip is checked first (a bad clip is a 400
-        whatever the engine), then an engine that cannot clone refuses it as it would refuse to speak
+        whatever the back end), then a back end that cannot clone refuses it as it would refuse to speak
         it (VoiceUnsupported), and one that clones checks the clip and transcript fit its prompts
-        (`Backend.check_voice`: VoiceUnsupported with the engine's reason; BackendError while it
+        (`Backend.check_voice`: VoiceUnsupported with the back end's reason; BackendError while it
         cannot be asked)."""
         voice_id, label = voice_id_for(name)
         self._changeable(voice_id)
@@ -483,9 +483,9 @@ class VoiceRegistry:
         owner: str | None = None,
         shared: bool = False,
     ) -> tuple[VoiceDetail, bool]:
-        """Make a voice from a description: the engine designs it speaking `script` (default: the
+        """Make a voice from a description: the back end designs it speaking `script` (default: the
         builtin voices' sentence) with a fixed seed, once, and the clip is stored as the voice.
-        Raises VoiceUnsupported when the engine cannot clone (it would never speak with it)."""
+        Raises VoiceUnsupported when the back end cannot clone (it would never speak with it)."""
         voice_id, label = voice_id_for(name)
         self._changeable(voice_id)
         if not stores_designed_voices(backend.info):
@@ -610,7 +610,7 @@ def _clip_key(entry: VoiceEntry, clip_hash: str) -> tuple[bool, str, str | None]
 
 
 def cannot_clone(subject: str, engine: BackendInfo, param: str) -> VoiceUnsupported:
-    """The refusal of a cloned voice by an engine that cannot clone, in one wording whether the voice is
+    """The refusal of a cloned voice by a back end that cannot clone, in one wording whether the voice is
     spoken or uploaded: "`subject` a cloned voice and the ... engine cannot clone; ..."."""
     return VoiceUnsupported(
         f"{subject} a cloned voice and the {engine.name} engine cannot clone; serve VoxCPM2 "
@@ -620,8 +620,8 @@ def cannot_clone(subject: str, engine: BackendInfo, param: str) -> VoiceUnsuppor
 
 
 def stores_designed_voices(info: BackendInfo) -> bool:
-    """Whether the engine can make a voice from a description and keep it to speak with: it designs
-    (`voice_design`) and clones the clip it designed (`cloning`). Builtin voices of such an engine are
+    """Whether the back end can make a voice from a description and keep it to speak with: it designs
+    (`voice_design`) and clones the clip it designed (`cloning`). Builtin voices of such a back end are
     designed voices, frozen on first use. (`models.architectures.designs_voices` is the model's half:
     whether `instructions` can describe a voice at all.)"""
     return info.capabilities.voice_design and info.capabilities.cloning
