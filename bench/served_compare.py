@@ -124,6 +124,16 @@ def engine_counters(url: str) -> dict[str, float]:
     }
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU seconds `pid` has used so far, all its threads, not its children (from /proc;
+    None where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def minor_faults(root: int) -> dict[int, int]:
     """Minor page faults so far of `root` and every process under it (the engine processes), by pid,
     from /proc (empty where there is no /proc)."""
@@ -227,11 +237,18 @@ def measure_way(name: str, flags: list[str], args: argparse.Namespace, workdir: 
                     "--seed", str(args.seed), *(["--input", args.input] if args.input else []),
                 ]  # fmt: skip
                 load_before, engine_before = load_average(), engine_counters(url)
-                faults_before = minor_faults(proc.pid)
+                faults_before, cpu_before = minor_faults(proc.pid), cpu_seconds(proc.pid)
                 done = subprocess.run(bench, check=True, capture_output=True, text=True)
-                faults_after = minor_faults(proc.pid)
+                faults_after, cpu_after = minor_faults(proc.pid), cpu_seconds(proc.pid)
                 report = json.loads(done.stdout)
                 use = engine_use(engine_before, engine_counters(url), report["wall_s"])
+                # the server process's CPU per request: with an engine process, the API process's alone
+                # (parsing, the plan, the text front end, encoding, HTTP); in-thread, the engine's too
+                use["server_cpu_ms_per_request"] = (
+                    None
+                    if cpu_before is None or cpu_after is None
+                    else round((cpu_after - cpu_before) * 1000 / requests, 1)
+                )
                 use["minor_faults_per_step"] = faults_per_step(
                     proc.pid, faults_before, faults_after, use["steps"]
                 )

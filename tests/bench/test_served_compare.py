@@ -50,6 +50,7 @@ def test_served_compare_measures_every_way_with_the_same_audio(tmp_path):
     for row in served:
         share = row["throughput_audio_s_per_s"] / alone["throughput_audio_s_per_s"]
         assert row["engine_share"] == pytest.approx(share)
+        assert row["engine"]["server_cpu_ms_per_request"] > 0  # the server process's CPU, counted
     # the table BENCHMARKS.md keeps: one line a row
     assert completed.stdout.count("| process DP=2 | 1 |") == 1
     assert completed.stdout.count("| engine alone | 1 |") == 1
