@@ -67,7 +67,7 @@ async def synthesize_file(
     emotion: str | None = None,
     pitch: float = 0.0,
 ) -> bytes:
-    """The whole utterance as a file of `fmt`: engine and OutputPipeline, no server. `lora`: the name of
+    """The whole utterance as a file of `fmt`: the back end and OutputPipeline, no server. `lora`: the name of
     one of `settings.lora`'s adapters to speak with; `pitch`: semitones, shifted as the server does."""
     from polyvox.audio.formats import resolve
     from polyvox.audio.pipeline import OutputPipeline
@@ -85,7 +85,7 @@ async def synthesize_file(
             f"the {backend.info.name} engine failed to start: {type(exc).__name__}: {exc}"
         ) from exc
     try:
-        # Without --sample-rate the file keeps the engine's own rate (fitted to the format; pcm: 24 kHz).
+        # Without --sample-rate the file keeps the back end's own rate (fitted to the format; pcm: 24 kHz).
         audio_format, out_rate = resolve(fmt, sample_rate, default_rate=backend.info.sample_rate)
         backend_speed, pipeline_speed = backend.info.capabilities.split_speed(speed)
         request = SynthesisRequest(

@@ -1,5 +1,5 @@
-"""The application factory: `create_app(settings, engine)` wires the engine, admission control,
-metrics, error translation and routers into one FastAPI app whose lifespan starts and stops the engine."""
+"""The application factory: `create_app(settings, backend)` wires the back end, admission control,
+metrics, error translation and routers into one FastAPI app whose lifespan starts and stops the back end."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ async def _start_backend(state: AppState) -> None:
         return
     settings = state.settings
     freeze = wants_freeze_at_start(settings.freeze_voices_at_start or settings.warmup, backend)
-    # Set before the engine starts: with several ranks the engine is ready (and /ready would be 200) as
+    # Set before the back end starts: with several ranks the back end is ready (and /ready would be 200) as
     # soon as one is up, long before the freeze and the warm-up, which wait for every rank, are done.
     state.freezing_voices = freeze or settings.warmup
     started = time.perf_counter()
@@ -94,7 +94,7 @@ async def _start_backend(state: AppState) -> None:
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Start the engine in the background (so /health and /ready answer while it warms), restart it if
+    """Start the back end in the background (so /health and /ready answer while it warms), restart it if
     it stops serving, stop it at exit."""
     state = app_state(app)
     starting = asyncio.create_task(_start_backend(state))
@@ -126,10 +126,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def create_app(settings: Settings | None = None, backend: Backend | None = None) -> FastAPI:
-    """A polyvox app serving `engine`; its lifespan starts it.
+    """A polyvox app serving `backend`; its lifespan starts it.
 
-    The default engine is the one `settings` select behind the text front end (lexicon, normalisation,
-    long-text splitting); an engine passed in is served as given (wrap it with
+    The default back end is the one `settings` select behind the text front end (lexicon, normalisation,
+    long-text splitting); a back end passed in is served as given (wrap it with
     `backends.factory.with_text_frontend` for the front end)."""
     settings = settings or Settings()
     if backend is None:
@@ -228,7 +228,7 @@ def draining_server(
     on_drained: Callable[[], bool] = lambda: True,
 ) -> DrainingServer:
     """The uvicorn server for an app `create_app` made: its drain flag, in-flight requests, grace period
-    and engine start-up failure (see `DrainingServer`)."""
+    and the back end's start-up failure (see `DrainingServer`)."""
     state = app_state(app)
     return DrainingServer(
         config,

@@ -42,9 +42,9 @@ class AppState:
     shared: ReplicaSync | None  # with `state_url`: this replica's sync with Redis
     directory_watch: DirectoryWatch | None  # without it: the voices directory and lexicon file watched
     created: int = field(default_factory=lambda: int(time.time()))  # /v1/models' `created`
-    backend_failure: str | None = None  # why the engine failed its first start
+    backend_failure: str | None = None  # why the back end failed its first start
     freezing_voices: bool = False  # `freeze_voices_at_start` or `warmup` running: /ready waits for it
-    cold_start: ColdStart | None = None  # idle_unload_s / load_on_demand: the engine loaded on demand
+    cold_start: ColdStart | None = None  # idle_unload_s / load_on_demand: the back end loaded on demand
     # api_server_count > 1: the numbers of the other API processes on the port still starting (/ready 503)
     peers_starting: Callable[[], list[int]] | None = None
 

@@ -193,7 +193,7 @@ def install_error_handlers(app: FastAPI, errors_total: Counter) -> None:
     async def on_backend_error(request: Request, exc: Exception) -> JSONResponse:
         error = from_backend_error(exc)
         if error.status_code >= 500:
-            log.error("engine failure on %s: %s", request.url.path, exc)
+            log.error("back-end failure on %s: %s", request.url.path, exc)
         count(request, error)
         return error_response(error)
 

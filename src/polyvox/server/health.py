@@ -1,4 +1,4 @@
-"""Liveness (`GET|HEAD /health`), readiness (`GET /ready`, 503 until the engine is warm, or while the
+"""Liveness (`GET|HEAD /health`), readiness (`GET /ready`, 503 until the back end is warm, or while the
 key store cannot vouch for the keys of a server that requires them; "degraded" while some of its
 data-parallel ranks are down or `voices.json` cannot be read) and Prometheus metrics (`GET /metrics`)."""
 
@@ -47,7 +47,7 @@ async def ready(
         if keys.problem is not None:  # every request without a settings key is refused meanwhile
             return error_response(keys_unavailable(keys.problem))
     answer: dict[str, Any] = {"status": "ready", "engine": backend.info.name, "model": backend.info.model_id}
-    if _cold(state):  # idle_unload_s / load_on_demand: takes requests, the next one loads the engine
+    if _cold(state):  # idle_unload_s / load_on_demand: takes requests, the next one loads the back end
         return {**answer, "status": "cold"}
     down = [number for number, rank in enumerate(backend.engine_ranks()) if not rank.up]
     if down:  # some data-parallel ranks are restarting; the others serve
@@ -91,7 +91,7 @@ def not_started(state: AppState, backend: Backend) -> APIError | None:
         current = next((rank.stage for rank in backend.engine_ranks() if rank.stage), None) or STAGES.current
         starting = f"the engine is still starting: {current}" if current else "the engine is still starting"
         return APIError(503, starting, code="engine_not_ready", headers={"Retry-After": "5"})
-    if state.freezing_voices:  # freeze_voices_at_start: the engine serves, not yet ready
+    if state.freezing_voices:  # freeze_voices_at_start: the back end serves, not yet ready
         return APIError(
             503,
             f"the server is still starting: {STAGES.current or FREEZE_STAGE}",
@@ -102,7 +102,7 @@ def not_started(state: AppState, backend: Backend) -> APIError | None:
 
 
 def _cold(state: AppState) -> bool:
-    """Whether the engine is unloaded on purpose (idle_unload_s, load_on_demand), not failing."""
+    """Whether the back end is unloaded on purpose (idle_unload_s, load_on_demand), not failing."""
     return state.cold_start is not None and state.cold_start.cold
 
 

@@ -121,8 +121,8 @@ class Metrics:
 
     def synthesis_done(self, response_format: str, route: str, cache: str, engine_s: float | None) -> None:
         """A speech answer sent whole: its format, X-Route and X-Cache values and the seconds spent waiting
-        for the engine's audio (None when replayed from the cache). Counted only by `metrics_compat`'s series
-        (`server/uttera_metrics.py`)."""
+        for the back end's audio (None when replayed from the cache). Counted only by `metrics_compat`'s
+        series (`server/uttera_metrics.py`)."""
 
 
 class _EncodersCollector(Collector):

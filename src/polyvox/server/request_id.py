@@ -5,7 +5,7 @@ logs (`logs.http_request_id_var`, so every line the request causes names it), on
 
 An id is checked, not trusted: it reaches log lines and response headers, so one with spaces, control
 characters or no bound on its length is replaced rather than copied there. It names the request in
-logs only: the engine keys its work by ids of its own, so two clients sending the same id cannot mix
+logs only: the back end keys its work by ids of its own, so two clients sending the same id cannot mix
 their requests."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 request (parented on the client's `traceparent` when it sends one; its `polyvox.request_id`, the
 answer's X-Request-Id, set by `request_id`), and a speech request's children:
 `text_frontend` (the input prepared into pieces and checked), `queue_wait` (waiting for an admission
-slot), `engine` (the engine's audio, asked for to its last chunk), `first_audio` (the engine asked to
+slot), `engine` (the back end's audio, asked for to its last chunk), `first_audio` (the back end asked to
 the first encoded bytes) and `encode` (the first encoding to the last, its busy time an attribute).
 An engine process adds its own spans to the same trace (`engine/request_spans.py`): the trace
 context crosses in its messages. With `otel_traces` off no span is made."""
@@ -97,7 +97,7 @@ class AudioSpans:
         return encoded
 
     def engine_finished(self) -> None:
-        """The engine's last chunk came."""
+        """The back end's last chunk came."""
         self.engine_done = time.time_ns()
 
     def end(self) -> None:

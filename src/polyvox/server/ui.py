@@ -1,6 +1,6 @@
 """The web playground: the page at `/` and `/ui`, its static assets under `/ui/assets/`, and what the
 page needs to know about this server that no OpenAI route says: `GET /ui/config` (limits and what the
-engine can do) and `GET /ui/voices` (every voice with its details, in one answer).
+back end can do) and `GET /ui/voices` (every voice with its details, in one answer).
 
 The page and its assets are static and open (`auth.OPEN_PATHS`, `auth.OPEN_PREFIXES`); every API call
 the page makes carries the key its user enters, so `/ui/config` and `/ui/voices` need a key like any
@@ -42,7 +42,7 @@ class PlaygroundConfig(BaseModel):
     model: str = Field(description="The engine's model id (also listed by GET /v1/models).")
     native_sample_rate: int
     # `BackendInfo.capabilities.cloning`: the playground shows its cloning, voice design and
-    # `cfg_value` / `inference_timesteps` controls only for an engine that clones (VoxCPM2).
+    # `cfg_value` / `inference_timesteps` controls only for a back end that clones (VoxCPM2).
     can_clone: bool
     languages: list[str]
     max_input_chars: int

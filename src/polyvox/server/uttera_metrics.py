@@ -1,7 +1,7 @@
 """uttera-tts-vllm's `/metrics` series beside polyvox's own (`metrics_compat = "uttera"`), with its names,
 labels and buckets, so dashboards and alerts built for that server keep working: requests by endpoint,
 method and status, their duration, syntheses running, syntheses by format, lane and X-Cache value, and
-how long the engine took. Like polyvox's series, they live in the shared files when several API
+how long the back end took. Like polyvox's series, they live in the shared files when several API
 processes serve one port, so a scrape of any of them answers the sums."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from polyvox.runtime.metrics_files import shared_metrics_dir
 from polyvox.server.metrics import Metrics
 from polyvox.settings import Settings
 
-# uttera-tts-vllm's own buckets: the whole request 25 ms to 60 s, the engine's part 25 ms to 30 s.
+# uttera-tts-vllm's own buckets: the whole request 25 ms to 60 s, the back end's part 25 ms to 30 s.
 _REQUEST_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _INFERENCE_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 # uttera-tts-vllm does not count its own scrapes.

@@ -1,7 +1,7 @@
 """The LoRA adapters' admin API under `/admin/lora`: list, load (or replace) and unload adapters at run
 time, on every engine rank. A loaded adapter is also a voice of its name. `/admin/*` needs an admin key
 when admin keys are configured (see `server.auth`). An adapter that does not fit the model answers 400
-with the engine's reason; an engine that serves no adapters, 404."""
+with the back end's reason; a back end that serves no adapters, 404."""
 
 from __future__ import annotations
 

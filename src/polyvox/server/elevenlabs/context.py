@@ -1,7 +1,7 @@
 """One context of an ElevenLabs text-to-speech socket: its text buffer, its sentences queued and
 generating (`settings.piece_lookahead` ahead of the one being sent), its audio sent in order as audio
 messages, each sentence's character alignment once its words are known, and `isFinal` once it is closed
-and spoken. Contexts on one socket run side by side; `cancel` stops one at once (its engine requests
+and spoken. Contexts on one socket run side by side; `cancel` stops one at once (its back-end requests
 are cancelled and their admission slots given back before it returns)."""
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class Context:
             self.active.append(segment)
 
     async def cancel(self) -> None:
-        """Stop at once: nothing more of this context is sent, its engine work is let go."""
+        """Stop at once: nothing more of this context is sent, its back-end work is let go."""
         self.buffer.clear()
         self.sender.cancel()
         await asyncio.gather(self.sender, return_exceptions=True)

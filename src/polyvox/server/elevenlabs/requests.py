@@ -1,7 +1,7 @@
 """ElevenLabs' text-to-speech request (the HTTP body, and a socket's context settings) read as a
 polyvox `SpeechRequest`: `text` is the input, the path's `voice_id` a polyvox voice name (builtin or
 stored), `voice_settings.speed` the speed, `seed` the seed, `apply_text_normalization` polyvox's
-`normalize`; `model_id` names ElevenLabs' models and is not used (the server's engine speaks)."""
+`normalize`; `model_id` names ElevenLabs' models and is not used (the server's back end speaks)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 named by `context_id`). It reads the client's messages (text, `flush`, `close_context`, `close_socket`,
 the key when the handshake had none), runs each context (`context.Context`) through the `SpeechService`,
 and sends their audio messages through one lock. A disconnect, `close_socket` or an immediate
-`close_context` cancels the engine work of what it ends at once. Errors are ElevenLabs' socket shape:
+`close_context` cancels the back-end work of what it ends at once. Errors are ElevenLabs' socket shape:
 `{"error", "message", "contextId"}`, and the session goes on (a refused key closes it, 1008)."""
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ class ElevenLabsSocket:
         check_model(template.model, self.service.backend, self.service.settings.accept_any_model)
         try:
             voice = await self.service.voice(template.voice, caller_of(self.websocket))
-            # Whether the voice, format and engine can serve the context at all, before any text:
+            # Whether the voice, format and back end can serve the context at all, before any text:
             with self.service.accept() as accepted_at:
                 await self.service.prepare(template, voice, stream=True, accepted_at=accepted_at)
         except (VoiceError, BackendError, BackendInputError, DeadlineExceeded) as exc:
@@ -236,7 +236,7 @@ class ElevenLabsSocket:
         return template
 
     async def _end(self, context: Context) -> None:
-        """Stop `context` at once (its engine work let go), then its `isFinal`."""
+        """Stop `context` at once (its back-end work let go), then its `isFinal`."""
         await context.cancel()
         self.contexts.pop(context.id, None)
         await self._send(_with_context({"isFinal": True}, context.id))

@@ -3,7 +3,7 @@
 `Lifecycle.draining` turns `/ready` to 503 and refuses new speech requests with 503 while the
 listener stays open (so load balancers see the change and clients get an answer, not a refused
 connection); in-flight requests run to completion, bounded by `shutdown_grace_s`; then uvicorn's own
-graceful shutdown closes the connections and the lifespan stops the engine, and the process exits 0.
+graceful shutdown closes the connections and the lifespan stops the back end, and the process exits 0.
 A second SIGTERM, or SIGINT, skips the wait.
 
 A request is in flight from the moment it is accepted: while its body is read, while it waits for a
@@ -12,7 +12,7 @@ counts it until it holds an admission slot, which counts it from then on). A bod
 when the drain begins is not waited for: `server.body_deadline` answers its request 503 at once
 (`Lifecycle.bodies_cut`), so a client that declares a body and stalls cannot hold the drain.
 
-An engine that fails its first start stops the server too (`DrainingServer.failure`): the process
+A back end that fails its first start stops the server too (`DrainingServer.failure`): the process
 exits non-zero instead of answering 503 forever.
 """
 
@@ -87,7 +87,7 @@ class DrainingServer(uvicorn.Server):
         self.busy = busy
         self.grace_s = grace_s
         self.backend_failure = failure
-        self.failure: str | None = None  # why the engine failed to start, once the server stopped for it
+        self.failure: str | None = None  # why the back end failed to start, once the server stopped for it
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         if sig == signal.SIGTERM and not self.lifecycle.draining:

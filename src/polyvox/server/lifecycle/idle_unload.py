@@ -1,12 +1,12 @@
-"""Cold starts: the engine loaded when a request needs it and released after `idle_unload_s` idle seconds
+"""Cold starts: the back end loaded when a request needs it and released after `idle_unload_s` idle seconds
 (`load_on_demand`: not loaded at start either), for one GPU shared with other work and traffic in bursts.
 
-`ColdStart` owns the engine's load state. A speech request asks for the engine (`loaded`) before it
-uses it: a cold engine is started once for every request waiting (each waits within its own deadline;
+`ColdStart` owns the back end's load state. A speech request asks for the back end (`loaded`) before it
+uses it: a cold back end is started once for every request waiting (each waits within its own deadline;
 the load runs on for the others when one gives up). `run` watches the speech service: idle (nothing
-accepted, waiting or running) for `idle_unload_s` it stops the engine, which releases its weights and
+accepted, waiting or running) for `idle_unload_s` it stops the back end, which releases its weights and
 KV cache (engine processes exit; the in-thread engine keeps its weights, see README). An unload and a
-request never cross: one lock orders them, so a request that comes while the engine is being stopped
+request never cross: one lock orders them, so a request that comes while the back end is being stopped
 waits for the stop and then loads it again. While cold, `/ready` answers 200 "cold": the server takes
 requests, the first one pays for the load.
 """
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 
 class ColdStart:
-    """The engine's load state: `cold` until a request loads it, again after `idle_unload_s` idle."""
+    """The back end's load state: `cold` until a request loads it, again after `idle_unload_s` idle."""
 
     def __init__(
         self,
@@ -74,7 +74,7 @@ class ColdStart:
         self.cold_gauge.set_function(lambda: 1.0 if self.cold else 0.0)
 
     async def loaded(self) -> None:
-        """Return once the engine is loaded, loading it if it is cold (one load for every waiter, which
+        """Return once the back end is loaded, loading it if it is cold (one load for every waiter, which
         runs on if this caller is cancelled); 503 `engine_failed` if it could not start."""
         if not self.cold and self._loading is None:
             return
@@ -119,7 +119,7 @@ class ColdStart:
             log.exception("engine %s failed to stop after a failed load", self.backend.info.name)
 
     async def run(self, busy: Callable[[], bool]) -> None:
-        """Unload the engine once it has been idle for `idle_unload_s`: no speech request `busy` (a task
+        """Unload the back end once it has been idle for `idle_unload_s`: no speech request `busy` (a task
         for the app's life)."""
         self.busy = busy
         if self.idle_unload_s is None:
@@ -134,7 +134,7 @@ class ColdStart:
                 await self.unload()
 
     async def unload(self) -> None:
-        """Stop the engine now, unless a request came meanwhile (it would have found the lock taken)."""
+        """Stop the back end now, unless a request came meanwhile (it would have found the lock taken)."""
         async with self._lock:
             if self.cold or self.busy() or self._loading is not None:
                 return

@@ -1,8 +1,8 @@
-"""Backend supervision: an engine that was serving and stops being ready (e.g. the VoxCPM2 step loop
+"""Back-end supervision: a back end that was serving and stops being ready (e.g. the VoxCPM2 step loop
 gave up after several failed steps in a row) is stopped and started again, with a growing pause
 between failed tries. Requests in flight when it died have failed already; while it restarts
 `/ready` and new speech requests answer 503. Model weights stay loaded: `stop()` / `start()` rebuild
-only the engine's runtime (its step loop, KV cache and runner). An engine that restarts its own parts
+only the engine's runtime (its step loop, KV cache and runner). A back end that restarts its own parts
 (`restarts_itself`: engine processes, each rank restarted by its client) is only waited for: `/ready`
 says it is restarting until a rank is back.
 """
@@ -21,8 +21,8 @@ log = logging.getLogger(__name__)
 
 
 class BackendSupervisor:
-    """Acts when the engine's readiness changes (`Backend.until_ready`, announced where it changes:
-    nothing here is polled) once the engine has started (`served` is set by whoever started it);
+    """Acts when the back end's readiness changes (`Backend.until_ready`, announced where it changes:
+    nothing here is polled) once the back end has started (`served` is set by whoever started it);
     `run()` is a task. A hung engine process is noticed by its client's watchdog (`hang_timeout_s`),
     whose kill is announced as any death is."""
 
@@ -38,7 +38,7 @@ class BackendSupervisor:
         self.metrics = metrics
         self.backoff = backoff or RestartBackoff()  # the pause after a failed restart
         self.served = False
-        self.restarting = False  # from the moment a served engine is found down until it is ready again
+        self.restarting = False  # from the moment a served back end is found down until it is ready again
 
     async def run(self) -> None:
         while True:
@@ -57,7 +57,7 @@ class BackendSupervisor:
                 await asyncio.sleep(self.backoff.next_pause())
 
     async def restart(self) -> bool:
-        """Stop and start the engine once; True when it came back ready."""
+        """Stop and start the back end once; True when it came back ready."""
         name = self.backend.info.name
         log.error("engine %s stopped serving; restarting it", name)
         self.restarting = True

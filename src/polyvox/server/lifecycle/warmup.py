@@ -74,6 +74,6 @@ async def _one(backend: Backend, voices: VoiceRegistry, name: str, seed: int) ->
         finally:
             await stream.aclose()
         return True
-    except Exception as exc:  # any engine failure: the server starts anyway, this part stays cold
+    except Exception as exc:  # any back-end failure: the server starts anyway, this part stays cold
         log.warning("warm-up request in voice %s failed: %s: %s", name, type(exc).__name__, exc)
         return False

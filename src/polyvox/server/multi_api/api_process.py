@@ -5,7 +5,7 @@ reached by connecting to the launcher's (`ConnectedEngineClient`).
 - It drains on SIGTERM as `polyvox serve` does, but once drained it answers 503 until every API
   process has drained and the launcher lets them stop together, so no socket closes while another
   process still drains.
-- One started again after it died accepts connections only once its engine is ready: those the
+- One started again after it died accepts connections only once its back end is ready: those the
   kernel dealt its socket meanwhile wait for it and are served, not answered 503 while it connects.
 - It drains and exits by itself when the launcher is gone (killed): the engine ranks serve on until
   their last API process has gone, so what was in flight finishes. The last API process to go removes
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 EXIT_START_FAILED = 3  # the app could not be built (its log says why): restarting it cannot help
 ORPHAN_POLL_S = 0.5
 ORPHAN_EXIT_S = 15.0  # past the drain, how long an orphan may take to exit before it stops at once
-READY_WAIT_S = 30.0  # how long a process waits for its engine before it accepts regardless
+READY_WAIT_S = 30.0  # how long a process waits for its back end before it accepts regardless
 READY_POLL_S = 0.05
 
 
@@ -88,9 +88,9 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
     # Only the first process's socket answers while its engine loads (/ready names the stage); the
     # others, and any replacement, accept once theirs is ready: the kernel deals each socket its share of
     # connections, and one dealt to a process still loading (its own embedded voice, or its link to the
-    # engines) was answered 503 engine_not_ready. And /ready, whichever process is asked, is 200 only once
-    # every process has started: the first one's 200 while another still loaded (or the other way round)
-    # sent clients to a process that answered them 503.
+    # engine ranks) was answered 503 engine_not_ready. And /ready, whichever process is asked, is 200
+    # only once every process has started: the first one's 200 while another still loaded (or the other way
+    # round) sent clients to a process that answered them 503.
     app_state(app).peers_starting = seat.peers_starting
     served = Seated(app, seat.started[seat.index], accept_at_once=seat.index == 0 and not seat.restarted)
     config = uvicorn_config(served, settings, log_config)
@@ -108,9 +108,9 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
 
 class Seated:
     """The app as uvicorn runs it in an API process. Its lifespan's start-up is reported complete, and so
-    uvicorn starts accepting, once the engine is ready (or failed, or after READY_WAIT_S), except in the
+    uvicorn starts accepting, once the back end is ready (or failed, or after READY_WAIT_S), except in the
     first process's first start (`accept_at_once`), so that `/ready` names the stage while the engine
-    loads. Once the process can serve (engine ready, voices frozen, warmed up) it sets `started`."""
+    loads. Once the process can serve (back end ready, voices frozen, warmed up) it sets `started`."""
 
     def __init__(self, app: Any, started: Event, accept_at_once: bool) -> None:
         self.app = app
@@ -157,9 +157,9 @@ class Seated:
 
 
 def _drain_when_orphaned(launcher_pid: int, grace_s: float, orphaned: threading.Event) -> None:
-    """The launcher gone (killed), nothing will restart this process or its engines: drain what is in
+    """The launcher gone (killed), nothing will restart this process or its engine ranks: drain what is in
     flight and exit, as the launcher would have had it do on SIGTERM, and within the time it would have
-    given (then at once: its engines wait for it to go)."""
+    given (then at once: its engine ranks wait for it to go)."""
     while os.getppid() == launcher_pid:
         time.sleep(ORPHAN_POLL_S)
     log.warning("the launcher is gone: draining and exiting")

@@ -1,14 +1,14 @@
 """`polyvox serve --api-server-count N`: the launcher in front of everything. It holds the port,
 starts the VoxCPM engine ranks (it owns them: their parent, restarting one that dies), and starts N API
 server processes that connect to every rank. Where one API process cannot encode, normalise and frame
-enough streams for the engines, N of them can.
+enough streams for the engine ranks, N of them can.
 
 - Each API process accepts on a listening socket of its own, all on the one port (`SO_REUSEPORT`): the
   kernel spreads new connections evenly over them by a hash of each connection's addresses, so a
   proxy's pool of kept-alive connections lands on every process (one shared socket gave a burst of
   connections to whichever process woke first). The launcher holds the sockets and hands socket `i`
   to each API process `i` it starts: while one is dead and restarting, the connections dealt to its
-  socket wait in its queue for its replacement, which takes them once its engine is ready, instead of
+  socket wait in its queue for its replacement, which takes them once its back end is ready, instead of
   being refused, reset or answered 503. Once the launcher stops, it lets go of them: each closes with
   its process.
 - Each API process admits `max_concurrent_requests / N` and queues `max_queue / N` (rounded up), and
@@ -20,11 +20,11 @@ enough streams for the engines, N of them can.
   share, so a term added through one is spoken by all; it lasts as long as the launcher.
 - `/metrics` from any of them sums them all: the launcher gives them one `PROMETHEUS_MULTIPROC_DIR`.
 - `/ready` from any of them is 200 only once every one has started (each sets its Event in `started`).
-- An API process that dies is started again with a growing pause between tries; the engines drop what
-  it had asked of them (`Forget`). One that cannot build its app at all (a bad setting) stops the server.
+- An API process that dies is started again with a growing pause between tries; the engine ranks drop
+  what it had asked of them (`Forget`). One that cannot build its app at all (a bad setting) stops the server.
 - SIGTERM drains: every API process drains, then answers 503 until all have drained, when the launcher
   lets them stop together, so no socket closes (its queue reset) while another process still answers;
-  then the engines stop, then the launcher exits, leaving no child behind. A second SIGTERM, or SIGINT,
+  then the engine ranks stop, then the launcher exits, leaving no child behind. A second SIGTERM, or SIGINT,
   stops without waiting.
 - Killed (-9), the launcher leaves the same drain behind it: each API process drains and exits, and
   each engine rank serves until the last API process has gone (its parent gone and no client connected);
@@ -68,7 +68,8 @@ LEXICON_FILE = "lexicon.json"  # in the working directory: the API processes' le
 
 
 def serve_many(settings: Settings) -> None:
-    """Run the launcher until it is stopped; StartupError when the engines or the API servers cannot start."""
+    """Run the launcher until it is stopped; StartupError when the engine ranks or the API servers cannot
+    start."""
     asyncio.run(Launcher(settings).run())
 
 
@@ -258,7 +259,7 @@ class Launcher:
         return str(self.engine_sockets) if self.engine is not None else None
 
     async def _forget(self, process: BaseProcess) -> None:
-        """A dead API process: its gauges leave /metrics, and the engines drop its requests."""
+        """A dead API process: its gauges leave /metrics, and the engine ranks drop its requests."""
         from prometheus_client import multiprocess
 
         if process.pid is not None:

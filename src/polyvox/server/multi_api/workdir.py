@@ -1,4 +1,4 @@
-"""The launcher's working directory (its engines' sockets, the API processes' metric files): each of its
+"""The launcher's working directory (its engine ranks' sockets, the API processes' metric files): each of its
 processes holds a shared lock on it while it lives, so the last to go can tell that it is last and remove
 it, also when the launcher was killed (-9) and left the API processes to drain and exit on their own."""
 

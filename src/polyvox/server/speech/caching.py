@@ -62,7 +62,7 @@ class SpeechCache:
         voice_print: Callable[[], str | None],
     ) -> tuple[str, str | None]:
         """A request's X-Cache status and key: ADHOC for a one-off clone, DISABLED, BYPASS when the client
-        asked, else MISS with the key of its engine, request and voice (`voice_print()`). The key holds
+        asked, else MISS with the key of its back end, request and voice (`voice_print()`). The key holds
         the client's seed, not the one drawn for a request without one: any audio of an unseeded
         request serves it."""
         if adhoc:

@@ -1,4 +1,4 @@
-"""`SpeechPlan`: what one speech request was decided to be, once, as it was prepared (the engine
+"""`SpeechPlan`: what one speech request was decided to be, once, as it was prepared (the back end's
 request, how its audio is delivered, its cache key); `SpeechJob`: that plan as it runs (its cache
 status, its admission slot, the audio made) and the usage it is billed: characters spoken in, 20 ms
 audio frames out."""
@@ -16,8 +16,8 @@ from polyvox.cache import CachedAudio
 from polyvox.server.protocol import SpeechUsage
 
 # Usage accounting for SSE `speech.audio.done`: input tokens are the characters spoken, as the text
-# front end prepared them (engines do not share a tokenizer), the same whether the audio came from the
-# engine or the cache; without a front end, characters of input. Output tokens are 20 ms audio
+# front end prepared them (back ends do not share a tokenizer), the same whether the audio came from the
+# back end or the cache; without a front end, characters of input. Output tokens are 20 ms audio
 # frames, i.e. 50 per second of audio.
 OUTPUT_TOKENS_PER_SECOND = 50
 
@@ -66,7 +66,7 @@ class SpeechJob:
 
     @property
     def route(self) -> str:
-        """X-Route: CACHE (served from the cache), ADHOC (one-off clone) or HOT (the engine)."""
+        """X-Route: CACHE (served from the cache), ADHOC (one-off clone) or HOT (the back end)."""
         if self.cached is not None:
             return "CACHE"
         return "ADHOC" if self.cache_status == "ADHOC" else "HOT"

@@ -48,7 +48,7 @@ async def _reference(
     data: bytes, param: str, transcript: str | None, limits: ClipLimits, rate: int
 ) -> ReferenceAudio:
     """The clip checked (decodes, length, not silent; a VoiceError otherwise) and decoded to `rate` off
-    the loop; an engine that refuses it names `param`, the field it came in."""
+    the loop; a back end that refuses it names `param`, the field it came in."""
     clip = await anyio.to_thread.run_sync(load_clip, data, limits, rate, param, transcript)
     return dataclasses.replace(clip, field=param)
 
@@ -138,7 +138,7 @@ async def read_speech_request(
     clip_limits: ClipLimits | None = None,
 ) -> tuple[SpeechRequest, ReferenceAudio | None]:
     """Parse and validate the body; validation errors become RequestValidationError (translated once).
-    A reference clip is decoded to `clip_rate` (the served engine's: see `voices.clips.clip_rate`).
+    A reference clip is decoded to `clip_rate` (the served back end's: see `voices.clips.clip_rate`).
 
     The body limit holds for chunked bodies too (no Content-Length): reading stops past `max_bytes`.
     The fields are validated before a reference clip is decoded, so a bad field costs no decoding."""

@@ -1,9 +1,9 @@
 """How the operator's settings shape what a client asked for: whether a request's `instructions`
-reach the engine (`instructions_mode`, with per-voice exceptions in `instructions_mode_by_voice`),
+reach the back end (`instructions_mode`, with per-voice exceptions in `instructions_mode_by_voice`),
 the output rate of a request that names none (`default_sample_rate`), whether an answer streams and
 which timestamps it carries.
 
-`instructions` dropped here never reach the engine nor the cache key: with `ignore`, a request
+`instructions` dropped here never reach the back end nor the cache key: with `ignore`, a request
 with instructions is the same request as one without.
 """
 

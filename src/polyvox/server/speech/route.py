@@ -87,7 +87,7 @@ async def _speak(
                 return timestamps_answer(job, data, headers)
             return Response(data, media_type=job.plan.content_type, headers=headers)
         # The first audio before the headers: an early failure still gets a status, and an answer the
-        # engine lost before any of it went out is run again (`opening`).
+        # back end lost before any of it went out is run again (`opening`).
         first, pieces = await until_disconnect(request, service.opening(job))
         if body.stream_format == "sse":
             content = sse_stream(first, pieces, job, service.metrics)

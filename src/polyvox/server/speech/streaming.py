@@ -80,7 +80,7 @@ class SpeechStreamResponse(StreamingResponse):
 
 def _ended_early(exc: Exception, job: SpeechJob, metrics: Metrics) -> APIError:
     """Count and log, once, a failure after the headers: a deadline is an expected outcome (a
-    warning), an engine failure an error."""
+    warning), a back-end failure an error."""
     error = from_backend_error(exc)
     metrics.errors.labels(type=error.code or error.type).inc()
     level = logging.WARNING if isinstance(exc, DeadlineExceeded) else logging.ERROR
@@ -91,7 +91,7 @@ def _ended_early(exc: Exception, job: SpeechJob, metrics: Metrics) -> APIError:
 async def audio_stream(
     first: bytes, rest: AsyncIterator[bytes], job: SpeechJob, metrics: Metrics
 ) -> AsyncGenerator[bytes, None]:
-    """Chunked audio. An engine failure after the headers went out aborts the connection, so the
+    """Chunked audio. A back-end failure after the headers went out aborts the connection, so the
     client sees a truncated transfer rather than a short file that looks complete."""
     if first:
         yield first
@@ -112,7 +112,7 @@ async def sse_stream(
 ) -> AsyncGenerator[bytes, None]:
     """OpenAI's SSE: `speech.audio.delta` events whose `audio` is base64 of the next bytes of the
     file in `response_format` (joined, they equal the `stream_format=audio` body), then
-    `speech.audio.done` with usage. A mid-stream engine failure ends with an `error` event.
+    `speech.audio.done` with usage. A mid-stream back-end failure ends with an `error` event.
 
     With `timestamp_granularities`, each piece's `speech.audio.timestamps` event goes out as soon as
     it is timed, before the next delta, and `speech.audio.done` carries them all."""

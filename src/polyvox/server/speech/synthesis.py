@@ -1,5 +1,5 @@
-"""Turns a validated speech request into encoded audio: shapes the engine request, takes an
-admission slot, drives the engine's chunks through the OutputPipeline off the event loop, and
+"""Turns a validated speech request into encoded audio: shapes the back end's request, takes an
+admission slot, drives the back end's chunks through the OutputPipeline off the event loop, and
 counts what it produced. Routes stay thin; everything a speech route does happens here (the job
 itself is `job`, cache rules `caching`, audio shaping `output`, disconnects `disconnect`)."""
 
@@ -57,7 +57,7 @@ from polyvox.voices.registry import ResolvedVoice, VoiceRegistry
 
 log = logging.getLogger(__name__)
 
-# Control characters (NUL, escape...) are spoken as spaces: no engine should ever see them.
+# Control characters (NUL, escape...) are spoken as spaces: no back end should ever see them.
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 T = TypeVar("T")
@@ -83,15 +83,15 @@ class SpeechService:
         cold_start: ColdStart | None = None,
     ):
         """`cache_store`: where the audio cache lives (`open_cache` on disk, or Redis' with `state_url`);
-        None when caching is off. `engine_served`: whether the engine has started and served (then one
+        None when caching is off. `engine_served`: whether the back end has started and served (then one
         not ready is restarting, and a request waits for it)."""
         self.backend = backend
         self.engine_served = engine_served
-        self.cold_start = cold_start  # idle_unload_s / load_on_demand: a cold engine loads for a request
+        self.cold_start = cold_start  # idle_unload_s / load_on_demand: a cold back end loads for a request
         self.settings = settings
         self.metrics = metrics
         self.lifecycle = lifecycle or Lifecycle()
-        # Builtin, registered and uploaded voices, and the engine's own names and adapters.
+        # Builtin, registered and uploaded voices, and the back end's own names and adapters.
         self.voice_registry = voice_registry
         self.admission = Admission(
             settings.max_concurrent_requests, settings.max_queue, on_change=metrics.admission_changed
@@ -110,7 +110,7 @@ class SpeechService:
 
     @contextlib.contextmanager
     def accept(self) -> Iterator[float]:
-        """Accept a request that will use the engine (503 while draining: the one place a drain refuses
+        """Accept a request that will use the back end (503 while draining: the one place a drain refuses
         one) and count it in flight for the block, until it holds an admission slot (which counts it
         from then on); yields the moment it was accepted, where its deadline starts. A drain waits for
         what was accepted before it began, and lets it run to its end."""
@@ -120,10 +120,10 @@ class SpeechService:
             yield accepted_at
 
     async def _engine_ready(self, accepted_at: float) -> None:
-        """Return once the engine can take the request. One that served and is restarting (its only
+        """Return once the back end can take the request. One that served and is restarting (its only
         engine process died, or a supervisor rebuilds it) is waited for until the request's deadline, as
-        the requests it held are; 503 `engine_not_ready` past that, or at once while the engine is still
-        starting for the first time, or failed to. A cold engine (unloaded on purpose) is loaded."""
+        the requests it held are; 503 `engine_not_ready` past that, or at once while the back end is still
+        starting for the first time, or failed to. A cold back end (unloaded on purpose) is loaded."""
         if self.cold_start is not None:
             await self._before_deadline(self.cold_start.loaded(), accepted_at)
         if self.backend.ready:
@@ -174,7 +174,7 @@ class SpeechService:
         no_cache: bool = False,
     ) -> SpeechJob:
         """The job for `body` in `voice` (what `voice()` found; None with a `reference`), its plan
-        decided here once and checked against settings and engine; APIError / BackendInputError if it
+        decided here once and checked against settings and back end; APIError / BackendInputError if it
         cannot run. `accepted_at` is when `accept()` took the request: its deadline runs from there.
 
         `reference` is an uploaded one-off clone (it replaces the voice; never cached); `no_cache` is
@@ -183,7 +183,7 @@ class SpeechService:
         same; the cache key holds the client's own."""
         await self._engine_ready(accepted_at)
         if voice is not None:
-            # a builtin voice of an engine that clones is frozen into its reference on first use, waited
+            # a builtin voice of a back end that clones is frozen into its reference on first use, waited
             # for until the request's deadline (the freeze itself runs on for the requests after it)
             voice = await self._before_deadline(self.voice_registry.ready(voice, self.backend), accepted_at)
         text = _CONTROL_CHARS.sub(" ", body.input)  # text with nothing to say: `EmptyInput`, in `checked`
@@ -299,10 +299,10 @@ class SpeechService:
 
     async def admit(self, job: SpeechJob, request: Request | None = None) -> None:
         """Take an admission slot, waiting in line until the request's deadline: the one door to the
-        engine for HTTP and WebSocket requests alike. 429 when the line is full; ClientGone when the
+        back end for HTTP and WebSocket requests alike. 429 when the line is full; ClientGone when the
         HTTP client of `request` disconnects while it waits (a WebSocket session cancels its own).
 
-        Cache hits need no slot: they never reach the engine."""
+        Cache hits need no slot: they never reach the back end."""
         if job.cached is not None:
             return
         remaining = job.received_at + self.settings.request_timeout_s - time.perf_counter()
@@ -326,8 +326,8 @@ class SpeechService:
             self.admission.observe_latency(time.perf_counter() - job.received_at)
 
     async def audio(self, job: SpeechJob) -> AsyncGenerator[bytes, None]:
-        """The encoded response, piece by piece as the engine makes audio (a job not streamed: one
-        complete file at the end). However it ends, closing it included, the engine's request is
+        """The encoded response, piece by piece as the back end makes audio (a job not streamed: one
+        complete file at the end). However it ends, closing it included, the back end's request is
         cancelled and the encoder released at once.
 
         Raises DeadlineExceeded once the request has run `settings.request_timeout_s`."""
@@ -356,7 +356,7 @@ class SpeechService:
         keep: list[np.ndarray] | None = [] if job.cache_status == "MISS" else None
         spans = tracing.AudioSpans(from_engine=job.cached is None)  # otel_traces
         first = True
-        waited = 0.0  # for the engine's audio (metrics_compat's inference time)
+        waited = 0.0  # for the back end's audio (metrics_compat's inference time)
         try:
             while True:
                 asked = time.perf_counter()
@@ -414,10 +414,10 @@ class SpeechService:
         b"" and a spent generator when it made none.
 
         Until its first bytes nothing of the answer has reached its client, so one whose audio the
-        engine lost part of before then (`AudioLost`: the engine process serving a piece died after
+        back end lost part of before then (`AudioLost`: the engine process serving a piece died after
         some of that piece's audio had come back) is run again from its start, within its deadline and
         with its seed (fixed as it was prepared), so it is the same answer; up to
-        `ANSWER_RUNS` runs. After its first bytes a loss fails the stream, as any engine error."""
+        `ANSWER_RUNS` runs. After its first bytes a loss fails the stream, as any back-end error."""
         for run in range(1, ANSWER_RUNS + 1):
             pieces = self.audio(job)
             try:
@@ -437,7 +437,7 @@ class SpeechService:
     async def whole(self, job: SpeechJob) -> bytes:
         """The complete file of a job not streamed: its header made exact by the muxer once the audio
         is all there (FLAC STREAMINFO, MP3 Xing, WAV sizes), as a file reader expects. None of it
-        reaches the client before the end, so `opening` runs it again whenever the engine lost it."""
+        reaches the client before the end, so `opening` runs it again whenever the back end lost it."""
         first, pieces = await self.opening(job)
         async with contextlib.aclosing(pieces):
             return first + b"".join([piece async for piece in pieces])

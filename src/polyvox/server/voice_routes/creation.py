@@ -2,7 +2,7 @@
 `audio_sample`, `consent`: the id of a consent recording) and from a text prompt (`type=prompt`,
 `name`, `prompt`, optional `script_hint`; `model` is ignored), plus polyvox's own fields as aliases
 (`audio` and uttera-tts-vllm's file fields, `consent=true`, `transcript`, `cfg_value`,
-`inference_timesteps`, `emotion`: the voice's default). A prompt voice is designed by the engine as
+`inference_timesteps`, `emotion`: the voice's default). A prompt voice is designed by the back end as
 one request in flight: it takes an admission slot and runs under the request deadline."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _field(fields: Mapping[str, Any], names: tuple[str, ...]) -> Any:
 async def create_from_fields(
     request: Request, registry: VoiceRegistry, service: SpeechService, fields: Mapping[str, Any]
 ) -> tuple[VoiceDetail, bool]:
-    """The voice the fields describe, stored (the engine of `service` checks a clip, or designs the
+    """The voice the fields describe, stored (the back end of `service` checks a clip, or designs the
     voice as one of its requests); and whether it replaced one of the same id."""
     name = _field(fields, ("name", "voice", "id"))
     if not isinstance(name, str):
@@ -73,7 +73,7 @@ async def _from_sample(
     owner: str | None,
     shared: bool,
 ) -> tuple[VoiceDetail, bool]:
-    """A voice from an uploaded clip, stored only when the served engine could speak with it."""
+    """A voice from an uploaded clip, stored only when the served back end could speak with it."""
     param = next((f for f in AUDIO_FIELDS if isinstance(fields.get(f), UploadFile)), None)
     if param is None:
         raise APIError(
@@ -106,7 +106,7 @@ async def _from_sample(
     backend, cold_start = service.backend, service.cold_start
     if cold_start is None or not backend.info.capabilities.cloning:
         return await _add_clip(registry, name, data, upload.filename or "", entry, backend, param)
-    # idle_unload_s / load_on_demand: the engine checks the clip, so a cold one loads now, and the upload
+    # idle_unload_s / load_on_demand: the back end checks the clip, so a cold one loads now, and the upload
     # is in flight meanwhile (an idle unload waits for it, a drain too)
     with service.accept():
         await cold_start.loaded()
@@ -124,7 +124,7 @@ async def _add_clip(
 ) -> tuple[VoiceDetail, bool]:
     try:
         return await registry.add(name, data, filename, entry, backend, param)
-    except BackendError as exc:  # the engine that checks a clip against its model is not up
+    except BackendError as exc:  # the back end that checks a clip against its model is not up
         raise APIError(
             503,
             f"the engine cannot check the voice now ({exc}); try again once GET /ready is 200",
@@ -141,7 +141,7 @@ async def _from_prompt(
     owner: str | None,
     shared: bool,
 ) -> tuple[VoiceDetail, bool]:
-    """Design the voice with the engine, as one request in flight (an admission slot, the deadline)."""
+    """Design the voice with the back end, as one request in flight (an admission slot, the deadline)."""
     prompt = check_text(fields.get("prompt"), "prompt", MAX_PROMPT_CHARS, multiline=True)
     script = fields.get("script_hint")
     script = None if script is None else check_text(script, "script_hint", MAX_SCRIPT_CHARS, multiline=True)
@@ -149,7 +149,7 @@ async def _from_prompt(
     if not stores_designed_voices(backend.info):
         return await registry.design(name, prompt, script, backend, owner, shared)  # a 422 first
     with service.accept():  # 503 while draining; in flight (a drain waits for it) from here
-        if service.cold_start is not None:  # idle_unload_s / load_on_demand: a cold engine loads now
+        if service.cold_start is not None:  # idle_unload_s / load_on_demand: a cold back end loads now
             await service.cold_start.loaded()
         if not backend.ready:
             raise APIError(

@@ -6,7 +6,7 @@ Segments are spoken in order: while one streams, the next `settings.piece_lookah
 generating. Each segment goes through the same `SpeechService` path as `POST /v1/audio/speech`
 (text front end, admission, cache, encoding, speed) and its audio leaves as binary frames (or
 base64 JSON) between `segment.start` and `segment.done`. `cancel` stops the audio at once and drops
-everything queued; a disconnect does the same, so the engine frees the request's resources.
+everything queued; a disconnect does the same, so the back end frees the request's resources.
 The session itself is `polyvox.server.websocket.session.SpeechSession`; its messages, `protocol`.
 """
 

@@ -51,7 +51,7 @@ async def produce(
     segment: Segment,
 ) -> None:
     """Speak `segment` as `template` asks: bytes into its queue, then `DONE` or a `Failure`. Cancelled,
-    it lets go of its admission slot and the engine's request at once."""
+    it lets go of its admission slot and the back end's request at once."""
     job = None
     body = template.model_copy(update={"input": segment.text})
     try:

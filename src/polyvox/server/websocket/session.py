@@ -135,7 +135,7 @@ class SpeechSession:
             # another key's private voice: unknown
             caller = caller_of(self.websocket)
             voice = None if reference is not None else await self.service.voice(template.voice, caller)
-            # Whether the voice, format and engine can serve the session at all:
+            # Whether the voice, format and back end can serve the session at all:
             with self.service.accept() as accepted_at:
                 probe = await self.service.prepare(
                     template, voice, stream=True, accepted_at=accepted_at, reference=reference

@@ -1,5 +1,5 @@
 """`describe` → `info`: one TTS program, polyvox, whose voices are the voices the Wyoming caller may
-speak (builtin, registered, stored, the engine's LoRA adapters), each in the engine's languages."""
+speak (builtin, registered, stored, the back end's LoRA adapters), each in the back end's languages."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ class WyomingSpeech:
         name = self._voice_name(voice)
         found = await self.service.voice(name, caller)  # once for the answer, each sentence speaks it
         rate = self.service.backend.info.sample_rate
-        sample_rate = rate if 8000 <= rate <= 48000 else None  # the engine's own rate: no resampling
+        sample_rate = rate if 8000 <= rate <= 48000 else None  # the back end's own rate: no resampling
         _, out_rate = formats.resolve("pcm", sample_rate)
         template = SpeechRequest(input="Hello.", voice=name, response_format="pcm", sample_rate=sample_rate)
         speak = partial(self._speak, caller, template, found)
