@@ -13,7 +13,7 @@ from fastapi.routing import APIRoute
 from helpers.server import running_server
 from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
-from polyvox.server.auth import OPEN_PATHS, needs_admin
+from polyvox.server.tenancy.authorization import OPEN_PATHS, needs_admin
 from polyvox.settings import Settings
 
 USER, ADMIN = "user-key", "admin-key"

@@ -41,6 +41,7 @@ from polyvox.server.speech.caching import open_store
 from polyvox.server.speech.streaming import quiet_cut_streams
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy import usage_route
+from polyvox.server.tenancy.authorization import Authorizer
 from polyvox.server.tenancy.service import Tenancy
 from polyvox.server.tenancy.streams import StreamLimitMiddleware
 from polyvox.server.uttera_metrics import install_compat_metrics, metrics_for
@@ -162,11 +163,13 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
         settings.require_api_key,
         not keyring.open,
     )
+    authorizer = Authorizer(keyring, tenancy.keys, settings.public_model_list)
     app.state.polyvox = AppState(
         settings=settings,
         backend=backend,
         metrics=metrics,
         keyring=keyring,
+        authorizer=authorizer,
         tenancy=tenancy,
         lifecycle=lifecycle,
         voices=registry,
@@ -205,14 +208,14 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     if settings.ui:
         ui.install(app)
     openapi_errors.install(app)  # the document lists each route's error answers, in OpenAI's shape
-    # Every path needs an API key when keys are configured (but auth.OPEN_PATHS), checked before routing;
+    # Every path needs an API key when keys are configured (but tenancy.authorization.OPEN_PATHS), checked before routing;
     # the metrics middleware, outside it and the body deadline, counts the refusals and the 408s too; the
     # request id, outermost, names every answer and log line.
     state_url.install(app, shared, metrics)  # with state_url, the guard (inside auth)
     fresh_reads.install(app, copy)  # reads see what any server sharing the state wrote (inside auth)
     # a named key's streams (inside auth, which names it)
     app.add_middleware(StreamLimitMiddleware, tenancy=tenancy)
-    app.add_middleware(AuthMiddleware)
+    app.add_middleware(AuthMiddleware, authorizer=authorizer, metrics=metrics)
     app.add_middleware(BodyDeadlineMiddleware, timeout_s=settings.request_read_timeout_s, lifecycle=lifecycle)
     app.add_middleware(MetricsMiddleware, metrics=metrics, root=app)
     install_compat_metrics(app, metrics)  # metrics_compat's request counts, beside polyvox's

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from polyvox.server.lifecycle.supervisor import BackendSupervisor
     from polyvox.server.metrics import Metrics
     from polyvox.server.speech.synthesis import SpeechService
+    from polyvox.server.tenancy.authorization import Authorizer
     from polyvox.server.tenancy.service import Tenancy
     from polyvox.settings import Settings
     from polyvox.state.replica_sync import ReplicaSync
@@ -34,6 +35,7 @@ class AppState:
     backend: Backend
     metrics: Metrics
     keyring: KeyRing  # the keys of the settings
+    authorizer: Authorizer  # who a request comes from: the settings' keys, then the named keys
     tenancy: Tenancy  # named keys, their limits and usage
     lifecycle: Lifecycle  # the drain
     voices: VoiceRegistry

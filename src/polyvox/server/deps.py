@@ -12,6 +12,7 @@ from polyvox.backends.base import Backend
 from polyvox.server.app_state import AppState, app_state
 from polyvox.server.metrics import Metrics
 from polyvox.server.speech.synthesis import SpeechService
+from polyvox.server.tenancy.authorization import Authorizer
 from polyvox.server.tenancy.service import Tenancy
 from polyvox.settings import Settings
 from polyvox.text.lexicon import Lexicon
@@ -45,6 +46,10 @@ def get_created(connection: HTTPConnection) -> int:
 
 def get_tenancy(connection: HTTPConnection) -> Tenancy:
     return app_state(connection.app).tenancy
+
+
+def get_authorizer(connection: HTTPConnection) -> Authorizer:
+    return app_state(connection.app).authorizer
 
 
 def get_lexicon(connection: HTTPConnection) -> Lexicon | None:

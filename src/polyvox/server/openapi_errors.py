@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from polyvox.server.auth import OPEN_PATHS
+from polyvox.server.tenancy.authorization import OPEN_PATHS
 
 SCHEMA_NAME = "OpenAIError"
 ERROR_SCHEMA: dict[str, Any] = {
