@@ -46,7 +46,7 @@ async def _scenario(socket_dir: str) -> None:
     await owner.start()
     try:
         await connected.start()
-        await asyncio.wait_for(connected.wait_ready(), 30)
+        await asyncio.wait_for(connected.ready_signal.until(lambda: connected.up), 30)
         assert connected.up and connected.restarts == 0
 
         alone, other = await _all(owner, REQUEST), await _all(owner, OTHER)
