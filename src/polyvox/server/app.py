@@ -208,9 +208,9 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     if settings.ui:
         ui.install(app)
     openapi_errors.install(app)  # the document lists each route's error answers, in OpenAI's shape
-    # Every path needs an API key when keys are configured (but tenancy.authorization.OPEN_PATHS), checked before routing;
-    # the metrics middleware, outside it and the body deadline, counts the refusals and the 408s too; the
-    # request id, outermost, names every answer and log line.
+    # Every path needs an API key when keys are configured (but OPEN_PATHS, tenancy/authorization.py),
+    # checked before routing; the metrics middleware, outside it and the body deadline, counts the
+    # refusals and the 408s too; the request id, outermost, names every answer and log line.
     state_url.install(app, shared, metrics)  # with state_url, the guard (inside auth)
     fresh_reads.install(app, copy)  # reads see what any server sharing the state wrote (inside auth)
     # a named key's streams (inside auth, which names it)

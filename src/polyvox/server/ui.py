@@ -2,9 +2,9 @@
 page needs to know about this server that no OpenAI route says: `GET /ui/config` (limits and what the
 back end can do) and `GET /ui/voices` (every voice with its details, in one answer).
 
-The page and its assets are static and open (`tenancy.authorization.OPEN_PATHS`, `OPEN_PREFIXES`); every API call
-the page makes carries the key its user enters, so `/ui/config` and `/ui/voices` need a key like any
-API route, and the scopes of the routes whose answers they repeat: `/ui/voices` shows what
+The page and its assets are static and open (`OPEN_PATHS`, `OPEN_PREFIXES`: tenancy/authorization.py); every
+API call the page makes carries the key its user enters, so `/ui/config` and `/ui/voices` need a key like
+any API route, and the scopes of the routes whose answers they repeat: `/ui/voices` shows what
 `GET /v1/audio/voices/{id}` does, so a named key needs the `voices` scope for it. The voice lists
 (`GET /v1/audio/voices`, `/v1/voices`) stay names only: `public_model_list` opens them without a key,
 and a voice's details (its transcript) are not for everyone."""

@@ -35,8 +35,8 @@ async def speech_socket(
     """Incremental text in, audio per sentence out (see docs/streaming.md). Auth as the HTTP routes, or
     from a browser: subprotocols `polyvox` and `polyvox.key.<base64url of the key>`."""
     offered = websocket.scope.get("subprotocols", ())
-    # A browser that offered subprotocols (its key rides on one, see tenancy.authorization.websocket_key) needs one
-    # chosen in the answer, or it drops the connection; the key's own is never echoed.
+    # A browser that offered subprotocols (its key rides on one: tenancy/authorization.py's websocket_key)
+    # needs one chosen in the answer, or it drops the connection; the key's own is never echoed.
     chosen = BROWSER_SUBPROTOCOL if BROWSER_SUBPROTOCOL in offered else None
     session = SpeechSession(websocket, service, tenancy, subprotocol=chosen)
     with contextlib.suppress(WebSocketDisconnect):
