@@ -64,8 +64,8 @@ serve: $(if $(call arg,MODEL),$(VENV)/.installed-voxcpm,$(VENV)/.installed)
 
 # The tests run side by side in TEST_WORKERS processes (pytest-xdist; a test file stays in one worker, so
 # its module-scoped servers start once): one at a time the suite keeps one core busy, waiting the rest (for a
-# server, a process, a socket), so two workers on CI's two cores take about 60 % of its wall time
-# (BENCHMARKS.md).
+# server, a process, a socket), so two workers on a 2-core machine like CI's took about 60 % of its wall
+# time, measured side by side on one machine (BENCHMARKS.md).
 TEST_WORKERS ?= 2
 # Python's bytecode cache on for the tests even where the environment turns it off (PYTHONDONTWRITEBYTECODE):
 # the suite starts hundreds of Python processes (`polyvox serve`, engine processes, the CLI), and without it
