@@ -17,7 +17,6 @@ from typing import ClassVar, Self
 import numpy as np
 import torch
 from pydantic import ValidationError
-from torch import nn
 
 from polyvox.models.audio_in import Padding, encode_audio_bytes, encode_wav
 from polyvox.models.checkpoint import (
@@ -42,20 +41,10 @@ from polyvox.models.random_weights import random_lm_tensors, random_vae
 from polyvox.models.speech_config import SpeechConfig
 from polyvox.models.speech_lm import SpeechLM
 from polyvox.models.tokenizer import TextTokenizer, build_test_tokenizer
+from polyvox.models.weightless import skip_init, weightless
 from polyvox.runtime.startup import stage
 
 AudioInput = bytes | torch.Tensor
-
-
-@contextlib.contextmanager
-def _skip_init():
-    """Modules whose every weight is about to be overwritten need no random initialisation."""
-    saved = nn.Linear.reset_parameters, nn.Embedding.reset_parameters
-    nn.Linear.reset_parameters = nn.Embedding.reset_parameters = lambda self: None  # type: ignore[method-assign, assignment]
-    try:
-        yield
-    finally:
-        nn.Linear.reset_parameters, nn.Embedding.reset_parameters = saved  # type: ignore[method-assign]
 
 
 def _build_lm(
@@ -66,11 +55,11 @@ def _build_lm(
     dtype,
     lm_class: type[SpeechLM],
 ) -> SpeechLM:
-    with torch.device("meta"):
+    with weightless():
         report = compare_keys(lm_class(config), state)
     if report:
         raise CheckpointError(f"{source} does not fit {lm_class.__name__}: {report}")
-    with _skip_init(), torch.device(device):
+    with skip_init(), torch.device(device):
         lm = lm_class(config)
     lm = lm.to(dtype)
     load_weights(lm, state, source)
@@ -190,7 +179,7 @@ class LoadedModel:
                 + REFETCH_HINT
             )
         lm_shapes = {k: v for k, v in shapes.items() if not k.startswith(VAE_PREFIX)}
-        with torch.device("meta"):
+        with weightless():
             report = compare_keys(cls.lm_class(config), lm_shapes)
         if report:
             raise CheckpointError(f"{lm_path} does not fit {cls.lm_class.__name__}: {report}")

@@ -16,13 +16,14 @@ import torch
 from polyvox.models.layers.audio_vae import AudioVAE
 from polyvox.models.speech_config import SpeechConfig
 from polyvox.models.speech_lm import SpeechLM
+from polyvox.models.weightless import weightless
 
 _SAFETENSORS_DTYPES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}
 
 
 def lm_shapes(config: SpeechConfig, lm_class: type[SpeechLM]) -> dict[str, torch.Size]:
     """Names and shapes of the LM state, read from a weightless (meta-device) model."""
-    with torch.device("meta"):
+    with weightless():
         lm = lm_class(config)
     return {name: t.shape for name, t in lm.state_dict().items()}
 
