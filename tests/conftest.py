@@ -21,6 +21,11 @@ from polyvox.settings import Settings
 os.environ.setdefault("POLYVOX_CACHE_ENABLED", "false")
 # Voices (uploads, frozen builtin prompts) go to a fresh directory per test run, never the user's.
 os.environ.setdefault("POLYVOX_VOICES_DIR", tempfile.mkdtemp(prefix="polyvox-test-voices-"))
+# A VoxCPM engine on the CPU sizes its KV cache from `cpu_kv_cache_bytes` (2 GiB): for the tiny random
+# model, 131,072 blocks, a second of zeroing and 2 GiB resident in every engine a test starts, of which
+# no test uses more than a few thousand. Tests that size it themselves (`num_kv_blocks`, or the
+# model runner's own tests) are unchanged; these 8,192 blocks hold 131,072 positions.
+os.environ.setdefault("POLYVOX_NUM_KV_BLOCKS", "8192")
 
 
 @pytest.fixture
