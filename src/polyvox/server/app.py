@@ -58,6 +58,16 @@ log = logging.getLogger(__name__)
 
 
 async def _start_backend(state: AppState) -> None:
+    """The back end's first start, then the voices' freeze and the warm-up, each end announced on
+    `state` (`engine_tried`, `start_up_done`) whichever way it went."""
+    try:
+        await _start_up(state)
+    finally:
+        state.engine_tried.set()
+        state.start_up_done.set()
+
+
+async def _start_up(state: AppState) -> None:
     backend = state.backend
     if state.cold_start is not None and state.cold_start.cold:
         log.info("load_on_demand: engine %s loads on the first request", backend.info.name)
@@ -82,6 +92,8 @@ async def _start_backend(state: AppState) -> None:
             exc_info=log.isEnabledFor(logging.DEBUG),
         )
         return
+    finally:
+        state.engine_tried.set()
     state.supervisor.served = True
     log.info("engine %s ready in %.1f s", backend.info.name, time.perf_counter() - started)
     try:

@@ -4,6 +4,7 @@ and keeps it as `app.state.polyvox`; the rest of the server reads it through `ap
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,10 @@ class AppState:
     cold_start: ColdStart | None = None  # idle_unload_s / load_on_demand: the back end loaded on demand
     # api_server_count > 1: the numbers of the other API processes on the port still starting (/ready 503)
     peers_starting: Callable[[], list[int]] | None = None
+    # The first start's two ends, set once by the lifespan: the back end's start is over (it came up, it
+    # failed, or it loads on demand), then the rest of the start-up too (the voices frozen, the warm-up)
+    engine_tried: asyncio.Event = field(default_factory=asyncio.Event)
+    start_up_done: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def lexicon(self) -> Lexicon | None:

@@ -15,6 +15,7 @@ reached by connecting to the launcher's (`ConnectedEngineClient`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -25,12 +26,15 @@ import time
 from dataclasses import dataclass
 from multiprocessing.synchronize import Event
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polyvox.runtime.logs import setup_logging
 from polyvox.runtime.startup import StartupError
 from polyvox.server.multi_api import workdir
 from polyvox.settings import Settings
+
+if TYPE_CHECKING:
+    from polyvox.server.app_state import AppState
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +42,6 @@ EXIT_START_FAILED = 3  # the app could not be built (its log says why): restarti
 ORPHAN_POLL_S = 0.5
 ORPHAN_EXIT_S = 15.0  # past the drain, how long an orphan may take to exit before it stops at once
 READY_WAIT_S = 30.0  # how long a process waits for its back end before it accepts regardless
-READY_POLL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,10 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
     # engine ranks) was answered 503 engine_not_ready. And /ready, whichever process is asked, is 200
     # only once every process has started: the first one's 200 while another still loaded (or the other way
     # round) sent clients to a process that answered them 503.
-    app_state(app).peers_starting = seat.peers_starting
-    served = Seated(app, seat.started[seat.index], accept_at_once=seat.index == 0 and not seat.restarted)
+    state = app_state(app)
+    state.peers_starting = seat.peers_starting
+    first_start = seat.index == 0 and not seat.restarted
+    served = Seated(app, state, seat.started[seat.index], accept_at_once=first_start)
     config = uvicorn_config(served, settings, log_config)
 
     def stop_when_drained() -> bool:
@@ -108,12 +113,15 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
 
 class Seated:
     """The app as uvicorn runs it in an API process. Its lifespan's start-up is reported complete, and so
-    uvicorn starts accepting, once the back end is ready (or failed, or after READY_WAIT_S), except in the
-    first process's first start (`accept_at_once`), so that `/ready` names the stage while the engine
-    loads. Once the process can serve (back end ready, voices frozen, warmed up) it sets `started`."""
+    uvicorn starts accepting, once the back end's first start is over (it came up or failed; at most
+    READY_WAIT_S), except in the first process's first start (`accept_at_once`), so that `/ready` names
+    the stage while the engine loads. Once the process can serve (back end ready, voices frozen, warmed
+    up) it sets `started`. Both wait on what the lifespan announces (`AppState.engine_tried`,
+    `start_up_done`) and on the back end's own ready signal; nothing is polled."""
 
-    def __init__(self, app: Any, started: Event, accept_at_once: bool) -> None:
+    def __init__(self, app: Any, state: AppState, started: Event, accept_at_once: bool) -> None:
         self.app = app
+        self.state = state
         self.started = started
         self.accept_at_once = accept_at_once
         self._reporting: asyncio.Task | None = None
@@ -127,7 +135,8 @@ class Seated:
             if message["type"] == "lifespan.startup.complete":
                 self._reporting = asyncio.create_task(self._report_started())
                 if not self.accept_at_once:
-                    await self._engine_ready()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.state.engine_tried.wait(), READY_WAIT_S)
             await send(message)
 
         try:
@@ -136,23 +145,15 @@ class Seated:
             if self._reporting is not None:
                 self._reporting.cancel()
 
-    async def _engine_ready(self) -> None:
-        from polyvox.server.app_state import app_state
-
-        state = app_state(self.app)
-        deadline = time.monotonic() + READY_WAIT_S
-        while not (state.backend.ready or state.backend_failure) and time.monotonic() < deadline:
-            await asyncio.sleep(READY_POLL_S)
-
     async def _report_started(self) -> None:
-        from polyvox.server.app_state import app_state
         from polyvox.server.health import not_started
 
-        state = app_state(self.app)
+        state = self.state
+        await state.start_up_done.wait()
         while not_started(state, state.backend) is not None:
             if state.backend_failure or state.lifecycle.draining:
                 return  # it will not serve: /ready stays 503
-            await asyncio.sleep(READY_POLL_S)
+            await state.backend.until_ready()  # an engine restarting since: serving once it is back
         self.started.set()
 
 
