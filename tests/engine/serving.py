@@ -17,8 +17,9 @@ FLAGS = (
     "--random-weights", "tiny", "--device", "cpu", "--no-cache-enabled", "--num-kv-blocks", "1024",
     "--data-parallel-size", "2", "--log-level", "warning", "--max-piece-chars", "40",
 )  # fmt: skip
-# Many sentences: many pieces, each generated in turn, so the request stays in flight for seconds.
-LONG = " ".join(f"Sentence number {n} goes on for a little while." for n in range(1, 16))
+# Many sentences: many pieces (two a sentence at `--max-piece-chars 40`), each generated in turn, so the
+# request stays in flight for seconds (the tests wait for it to be in flight, then act).
+LONG = " ".join(f"Sentence number {n} goes on for a little while." for n in range(1, 9))
 
 
 def speak(url: str, text: str, voice: str = "alloy", **extra) -> httpx.Response:
