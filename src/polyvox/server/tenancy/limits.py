@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 from polyvox.server.tenancy.keys import KeyLimits
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from polyvox.state.connection import StateConnection
 
 WINDOW_S = 60
@@ -163,9 +165,12 @@ class StreamLease:
 
 
 class Limiter:
-    def __init__(self, connection: StateConnection | None = None):
+    def __init__(self, connection: StateConnection | None = None, clock: Callable[[], float] = time.time):
+        """`clock`: the wall clock the per-minute windows are read on (tests stand it still, so what they
+        count falls in one minute however loaded the machine); stream leases keep the real one."""
         self.connection = connection
         self.local = LocalCounts()
+        self.clock = clock
 
     def _shared(self) -> StateConnection | None:
         connection = self.connection
@@ -176,7 +181,7 @@ class Limiter:
         (and then nothing is counted). None when the key has no per-minute limit."""
         if limits.requests_per_minute is None and limits.characters_per_minute is None:
             return None
-        now = time.time()
+        now = self.clock()
         fits, window = await self._charge(key, limits, characters, now)
         if fits:
             return window
