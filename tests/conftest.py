@@ -11,6 +11,7 @@ import pytest
 
 from helpers.kinds import mark_kinds
 from helpers.server import running_server
+from helpers.ssl_context import share_one_ssl_context
 from polyvox.backends.base import Backend
 from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
@@ -26,6 +27,8 @@ os.environ.setdefault("POLYVOX_VOICES_DIR", tempfile.mkdtemp(prefix="polyvox-tes
 # no test uses more than a few thousand. Tests that size it themselves (`num_kv_blocks`, or the
 # model runner's own tests) are unchanged; these 8,192 blocks hold 131,072 positions.
 os.environ.setdefault("POLYVOX_NUM_KV_BLOCKS", "8192")
+# httpx clients share one SSL context instead of each parsing the CA bundle (helpers/ssl_context.py).
+share_one_ssl_context()
 
 
 @pytest.fixture
