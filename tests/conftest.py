@@ -27,6 +27,11 @@ os.environ.setdefault("POLYVOX_VOICES_DIR", tempfile.mkdtemp(prefix="polyvox-tes
 # no test uses more than a few thousand. Tests that size it themselves (`num_kv_blocks`, or the
 # model runner's own tests) are unchanged; these 8,192 blocks hold 131,072 positions.
 os.environ.setdefault("POLYVOX_NUM_KV_BLOCKS", "8192")
+# One OpenMP thread for PyTorch in every process (this one, and the engines, CLIs and scripts it starts):
+# two workers run on two cores beside the processes they start, and OpenMP's extra threads spin while
+# they wait for a core (tests/core/test_batching.py and tests/models/test_loaded_model.py took 66 s of
+# CPU with PyTorch's default, 26 s with one). Servers use `torch_threads`, which this does not change.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # httpx clients share one SSL context instead of each parsing the CA bundle (helpers/ssl_context.py).
 share_one_ssl_context()
 
