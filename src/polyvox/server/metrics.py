@@ -162,7 +162,8 @@ def _route_label(app: ASGIApp, scope: Scope, received: Scope) -> str:
 
 class MetricsMiddleware:
     """Counts and times every HTTP request, streaming responses to their final chunk, and logs its access
-    line (`access_log`) with what it measured."""
+    line (`access_log`) with what it measured. A request is counted as its last chunk goes out, not after:
+    a client that has its whole answer and then reads `/metrics` finds it there."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics, root: ASGIApp):
         self.app = app
@@ -178,6 +179,16 @@ class MetricsMiddleware:
         status = 500
         sent = 0
         record = access_log.begin()
+        counted = False
+
+        def count() -> None:
+            nonlocal counted
+            counted = True
+            duration = time.perf_counter() - started
+            route = _route_label(self.root, scope, received)
+            self.metrics.requests.labels(route=route, method=scope["method"], status=str(status)).inc()
+            self.metrics.latency.labels(route=route).observe(duration)
+            access_log.log_access(received, status, duration, sent, record)
 
         async def send_wrapper(message: Message) -> None:
             nonlocal status, sent
@@ -185,13 +196,12 @@ class MetricsMiddleware:
                 status = message["status"]
             elif message["type"] == "http.response.body":
                 sent += len(message.get("body", b""))
+                if not message.get("more_body", False) and not counted:
+                    count()
             await send(message)
 
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            duration = time.perf_counter() - started
-            route = _route_label(self.root, scope, received)
-            self.metrics.requests.labels(route=route, method=scope["method"], status=str(status)).inc()
-            self.metrics.latency.labels(route=route).observe(duration)
-            access_log.log_access(received, status, duration, sent, record)
+            if not counted:  # no last chunk went out: cut off, or failed before its answer
+                count()

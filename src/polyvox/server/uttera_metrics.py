@@ -91,22 +91,31 @@ class UtteraRequestsMiddleware:
         started = time.perf_counter()
         received = dict(scope)  # as it came in: a mount rewrites the scope's paths on the way down
         status = 500
+        counted = False
 
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_wrapper)
-        finally:
+        def count() -> None:  # as the last chunk goes out (MetricsMiddleware does the same)
+            nonlocal counted
+            counted = True
             endpoint = _endpoint(self.root, scope, received)
             method = scope["method"]
             self.metrics.uttera_requests.labels(endpoint=endpoint, method=method, status=str(status)).inc()
             self.metrics.uttera_request_duration.labels(endpoint=endpoint, method=method).observe(
                 time.perf_counter() - started
             )
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body") and not counted:
+                count()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            if not counted:
+                count()
 
 
 def _endpoint(app: ASGIApp, scope: Scope, received: Scope) -> str:
