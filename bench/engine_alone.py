@@ -1,14 +1,14 @@
-"""The engine alone, in this process: the requests `polyvox bench --stream` sends a server, handed
-straight to the back end `polyvox serve --no-engine-process` builds from the same flags (the text front
-end, `VoxCPMBackend`, the engine stepping in a thread), with no HTTP, no encoding and no client
-process. A request is what the server hands its back end for polyvox bench's body (input, voice, seed:
-nothing else is set): the text, the voice as the server's `VoiceRegistry` resolves it (a builtin voice
-frozen into its clip, in the same voices directory), the seed. `requests` requests, `concurrency` at a
-time, each one's chunks timed from the moment it was handed over; the report has `polyvox bench`'s
-fields (`bench/loadgen.py` `summarize`), so `bench/served_compare.py` sets it beside the served rows
-and divides: the share of the engine's throughput that reaches clients. Each row also carries the
-engine's counters before and after it (`engine_before`, `engine_after`: steps, patches, seconds
-stepping, prompt blocks looked up), as served_compare reads a server's from `/metrics`.
+"""The engine alone, in this process: the requests `polyvox bench --stream` sends a server, handed straight to
+the text step and back end `polyvox serve --no-engine-process` builds from the same flags (the text front
+end's `TextPipeline` speaking on `VoxCPMBackend`, the engine stepping in a thread), with no HTTP, no encoding
+and no client process. A request is what the server hands its text step for polyvox bench's body (input,
+voice, seed: nothing else is set): the text, the voice as the server's `VoiceRegistry` resolves it (a builtin
+voice frozen into its clip, in the same voices directory), the seed. `requests` requests, `concurrency` at a
+time, each one's chunks timed from the moment it was handed over; the report has `polyvox bench`'s fields
+(`bench/loadgen.py` `summarize`), so `bench/served_compare.py` sets it beside the served rows and divides: the
+share of the engine's throughput that reaches clients. Each row also carries the engine's counters before and
+after it (`engine_before`, `engine_after`: steps, patches, seconds stepping, prompt blocks looked up), as
+served_compare reads a server's from `/metrics`.
 
     python bench/engine_alone.py --concurrency 1,16 --requests 8,48 --seed 7 \\
         --random-weights tiny --device cpu --no-cache-enabled --voices-dir /tmp/voices
@@ -25,7 +25,8 @@ import time
 import uuid
 
 from polyvox.backends.base import Backend, SynthesisRequest
-from polyvox.backends.factory import build_backend
+from polyvox.backends.factory import build_backend, build_text_pipeline
+from polyvox.backends.text_pipeline import TextPipeline
 from polyvox.bench.loadgen import DEFAULT_INPUT, BenchConfig, Sample, summarize
 from polyvox.cli.flags import add_settings_flags, settings_from_args
 from polyvox.runtime.logs import setup_logging
@@ -39,7 +40,7 @@ def load_average() -> list[float]:
 
 
 def synthesis_request(text: str, voice: ResolvedVoice, seed: int | None) -> SynthesisRequest:
-    """What the server hands its back end for a body of `text`, `voice` and `seed` alone: the voice's
+    """What the server hands its text step for a body of `text`, `voice` and `seed` alone: the voice's
     clip and the settings it brings (a builtin voice brings none), a fresh request id."""
     return SynthesisRequest(
         text=text,
@@ -52,11 +53,11 @@ def synthesis_request(text: str, voice: ResolvedVoice, seed: int | None) -> Synt
     )
 
 
-async def one(backend: Backend, request: SynthesisRequest) -> Sample:
-    """One request's chunks straight from the back end, timed from the hand-over."""
+async def one(speech: TextPipeline, backend: Backend, request: SynthesisRequest) -> Sample:
+    """One request's chunks straight from the text step on the back end, timed from the hand-over."""
     sample = Sample(status=200)
     sent = time.perf_counter()
-    chunks = backend.generate(request)
+    chunks = speech.generate(backend, request)
     samples = 0
     try:
         async for chunk in chunks:
@@ -86,7 +87,12 @@ def engine_counters(backend: Backend) -> dict[str, float]:
 
 
 async def run_row(
-    backend: Backend, voice: ResolvedVoice, args: argparse.Namespace, concurrency: int, requests: int
+    speech: TextPipeline,
+    backend: Backend,
+    voice: ResolvedVoice,
+    args: argparse.Namespace,
+    concurrency: int,
+    requests: int,
 ) -> dict:
     """`requests` requests, `concurrency` in flight (each that ends replaced at once), as polyvox bench
     sends them."""
@@ -95,7 +101,7 @@ async def run_row(
 
     async def worker() -> None:
         for _ in remaining:
-            samples.append(await one(backend, synthesis_request(args.input, voice, args.seed)))
+            samples.append(await one(speech, backend, synthesis_request(args.input, voice, args.seed)))
 
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(min(concurrency, requests))))
@@ -110,16 +116,17 @@ async def measure(args: argparse.Namespace) -> list[dict]:
     # As `polyvox say` does: the engine steps in this process, one rank.
     settings = settings_from_args(args).model_copy(update={"engine_process": False, "data_parallel_size": 1})
     backend = build_backend(settings)
+    speech = build_text_pipeline(settings, backend)
     await backend.start()
     try:
         # as served_compare warms a server: the voice frozen (or read, frozen by a server before), one
         # request through
         voice = await VoiceRegistry.from_settings(settings, backend.info).resolve(args.voice, backend)
-        await one(backend, synthesis_request(WARM_UP, voice, None))
+        await one(speech, backend, synthesis_request(WARM_UP, voice, None))
         rows = []
         for concurrency, requests in zip(args.concurrency, args.requests, strict=True):
             load_before, engine_before = load_average(), engine_counters(backend)
-            row = await run_row(backend, voice, args, concurrency, requests)
+            row = await run_row(speech, backend, voice, args, concurrency, requests)
             row = {
                 "load_avg_before": load_before,
                 "load_avg_after": load_average(),

@@ -36,7 +36,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -46,6 +46,9 @@ from polyvox.files.dir_format import DirectoryFormat, DirectoryFormatError
 from polyvox.runtime.startup import StartupError
 from polyvox.settings import Settings
 from polyvox.settings.uttera import UTTERA_CACHE_TTL, uttera_turns_cache_off
+
+if TYPE_CHECKING:
+    from polyvox.text.lexicon import Lexicon
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +80,9 @@ def normalize_text(text: str) -> str:
     return "\n".join(lines).strip()
 
 
-def backend_fingerprint(backend: Backend) -> str:
+def backend_fingerprint(backend: Backend, lexicon: Lexicon | None = None) -> str:
     """Everything about the engine that changes its audio: name, model id, rate, `info.extra` (model
-    revision, voice hash...) and its lexicon's digest."""
+    revision, voice hash...), and the digest of `lexicon`, the text step's in front of it."""
     info = backend.info
     parts: dict[str, object] = {
         "name": info.name,
@@ -88,7 +91,6 @@ def backend_fingerprint(backend: Backend) -> str:
         "extra": dict(sorted(info.extra.items())),
         "capabilities": dataclasses.asdict(info.capabilities),
     }
-    lexicon = backend.lexicon
     if lexicon is not None:
         parts["lexicon"] = lexicon.digest
     return json.dumps(parts, sort_keys=True, default=str)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.server import running_server
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -17,6 +17,7 @@ VOICE = "onyx"  # piper's calm style: the one heard most reliably
 def embedded_url():
     embedded = pytest.importorskip("polyvox.backends.embedded")
     settings = Settings()
-    app = create_app(settings, with_text_frontend(embedded.EmbeddedBackend(), settings))
+    backend = embedded.EmbeddedBackend()
+    app = create_app(settings, backend, build_text_pipeline(settings, backend))
     with running_server(app) as url:
         yield url

@@ -68,8 +68,8 @@ def backend() -> Recording:
     asyncio.run(backend.stop())
 
 
-def pipeline(backend: Recording) -> TextPipeline:
-    return TextPipeline(backend, TextFrontend(normalize_default=False), lookahead=1)
+def pipeline() -> TextPipeline:
+    return TextPipeline(TextFrontend(normalize_default=False), lookahead=1)
 
 
 async def collect(stream) -> list[np.ndarray]:
@@ -84,7 +84,7 @@ async def until(condition, timeout_s: float = 30.0) -> None:
 
 
 async def hold_worker(backend: Recording, speech: TextPipeline) -> asyncio.Task:
-    gate = asyncio.ensure_future(collect(speech.generate(SynthesisRequest(text=GATE))))
+    gate = asyncio.ensure_future(collect(speech.generate(backend, SynthesisRequest(text=GATE))))
     await asyncio.to_thread(backend.gate_entered.wait, 30)
     return gate
 
@@ -94,12 +94,12 @@ def test_every_request_hears_its_first_sentence_before_any_request_gets_its_seco
     # much faster than real time. On the wall clock a loaded machine can make a playing stream run dry,
     # and then it rightly goes first (tests/backends/test_fair_queue.py tests that choice).
     backend._queue.clock = lambda: 0.0
-    speech = pipeline(backend)
+    speech = pipeline()
 
     async def scenario() -> list[list[np.ndarray]]:
         gate = await hold_worker(backend, speech)
         requests = [SynthesisRequest(text=script(name)) for name in NAMES]
-        streams = [asyncio.ensure_future(collect(speech.generate(request))) for request in requests]
+        streams = [asyncio.ensure_future(collect(speech.generate(backend, request))) for request in requests]
         await until(lambda: backend.sentences_waiting == 2 * len(NAMES))  # each: its piece and the next
         backend.release.set()
         await gate
@@ -117,12 +117,16 @@ def test_every_request_hears_its_first_sentence_before_any_request_gets_its_seco
 
 
 def test_a_request_that_goes_away_drops_its_waiting_sentences(backend):
-    speech = pipeline(backend)
+    speech = pipeline()
 
     async def scenario() -> list[np.ndarray]:
         gate = await hold_worker(backend, speech)
-        leaving = asyncio.ensure_future(collect(speech.generate(SynthesisRequest(text=script("Alpha")))))
-        staying = asyncio.ensure_future(collect(speech.generate(SynthesisRequest(text=script("Bravo", 2)))))
+        leaving = asyncio.ensure_future(
+            collect(speech.generate(backend, SynthesisRequest(text=script("Alpha"))))
+        )
+        staying = asyncio.ensure_future(
+            collect(speech.generate(backend, SynthesisRequest(text=script("Bravo", 2))))
+        )
         await until(lambda: backend.sentences_waiting == 4)
         leaving.cancel()
         await until(lambda: backend.sentences_waiting == 2)

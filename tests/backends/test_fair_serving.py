@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from helpers.server import running_server
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -28,7 +28,7 @@ PCM_RATE = 24000
 def served() -> tuple[Recording, str]:
     backend = Recording(max_workers=1)
     settings = Settings(normalize=False, piece_lookahead=1)
-    with running_server(create_app(settings, with_text_frontend(backend, settings))) as url:
+    with running_server(create_app(settings, backend, build_text_pipeline(settings, backend))) as url:
         yield backend, url
         backend.release.set()
 

@@ -1,7 +1,8 @@
-"""TextPipeline: long text spoken piece by piece, pipelined, in order, without clicks, cancellable.
+"""TextPipeline, the text step: long text spoken piece by piece on a back end, pipelined, in order,
+without clicks, cancellable.
 
-Ordering is observed through `Recorder`, a wrapper around a real inner engine that logs when each
-piece's generation starts, yields and ends, into the same list the consumer logs its chunks to.
+Ordering is observed through `Recorder`, a wrapper around a real engine that logs when each piece's
+generation starts, yields and ends, into the same list the consumer logs its chunks to.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class Recorder(BackendWrapper):
         self.events = events
         self.audio: dict[int, list[np.ndarray]] = {}
 
-    async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+    async def speak(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
         index = request.piece
         self.events.append(("start", index))
         self.audio[index] = []
@@ -62,15 +63,17 @@ def embedded() -> EmbeddedBackend:
     asyncio.run(backend.stop())
 
 
-def piecewise(inner: Backend, lookahead: int = 1, crossfade_ms: float = 10.0, **frontend) -> TextPipeline:
+def piecewise(lookahead: int = 1, crossfade_ms: float = 10.0, **frontend) -> TextPipeline:
     frontend.setdefault("max_piece_chars", 45)
-    return TextPipeline(inner, TextFrontend(**frontend), lookahead=lookahead, crossfade_ms=crossfade_ms)
+    return TextPipeline(TextFrontend(**frontend), lookahead=lookahead, crossfade_ms=crossfade_ms)
 
 
-def speak(backend: TextPipeline, text: str, events: list | None = None, **fields) -> np.ndarray:
+def speak(
+    speech: TextPipeline, backend: Backend, text: str, events: list | None = None, **fields
+) -> np.ndarray:
     async def collect() -> list[np.ndarray]:
         out = []
-        async for chunk in backend.generate(SynthesisRequest(text=text, request_id="r", **fields)):
+        async for chunk in speech.generate(backend, SynthesisRequest(text=text, request_id="r", **fields)):
             if events is not None:
                 events.append(("out", len(out)))
             out.append(chunk)
@@ -81,16 +84,21 @@ def speak(backend: TextPipeline, text: str, events: list | None = None, **fields
     return np.concatenate(chunks)
 
 
-def test_same_engine_info_as_the_inner_engine(embedded):
-    backend = piecewise(embedded)
-    assert isinstance(backend, Backend)
-    assert backend.info is embedded.info
-    assert backend.ready
+def test_the_text_step_is_no_back_end_and_speaks_at_the_rate_of_the_one_it_is_given():
+    speech = piecewise(normalize_default=False)
+    assert not isinstance(speech, Backend) and not hasattr(speech, "inner")
+    text = "The first piece is said here. And the second piece follows it."
+    pieces = speech.frontend.prepare(text)
+    assert len(pieces) == 2
+    for rate in (24000, 16000):
+        fake = FakeBackend(sample_rate=rate)
+        audio = speak(speech, fake, text)
+        assert len(audio) == sum(round(fake.duration_s(SynthesisRequest(text=p)) * rate) for p in pieces)
 
 
 def test_first_audio_streams_before_the_last_piece_starts(embedded):
     events: list[tuple[str, int]] = []
-    speak(piecewise(Recorder(embedded, events)), FOUR_SENTENCES, events)
+    speak(piecewise(), Recorder(embedded, events), FOUR_SENTENCES, events)
     starts = [index for kind, index in events if kind == "start"]
     assert starts == [0, 1, 2, 3]
     assert events.index(("out", 0)) < events.index(("start", 3))
@@ -98,14 +106,14 @@ def test_first_audio_streams_before_the_last_piece_starts(embedded):
 
 def test_the_next_piece_starts_before_the_current_one_finishes(embedded):
     events: list[tuple[str, int]] = []
-    speak(piecewise(Recorder(embedded, events), lookahead=1), FOUR_SENTENCES, events)
+    speak(piecewise(lookahead=1), Recorder(embedded, events), FOUR_SENTENCES, events)
     for n in range(3):
         assert events.index(("start", n + 1)) < events.index(("end", n))
 
 
 def test_without_lookahead_pieces_run_one_after_another(embedded):
     events: list[tuple[str, int]] = []
-    speak(piecewise(Recorder(embedded, events), lookahead=0), FOUR_SENTENCES, events)
+    speak(piecewise(lookahead=0), Recorder(embedded, events), FOUR_SENTENCES, events)
     for n in range(3):
         assert events.index(("end", n)) < events.index(("start", n + 1))
 
@@ -113,7 +121,7 @@ def test_without_lookahead_pieces_run_one_after_another(embedded):
 def test_pieces_come_out_in_order_with_every_sample_and_quiet_seams(embedded):
     events: list[tuple[str, int]] = []
     recorder = Recorder(embedded, events)
-    audio = speak(piecewise(recorder, crossfade_ms=10.0), FOUR_SENTENCES, events)
+    audio = speak(piecewise(crossfade_ms=10.0), recorder, FOUR_SENTENCES, events)
     pieces = [np.concatenate(recorder.audio[i]) for i in range(4)]
     reference = np.concatenate(pieces)
     assert len(audio) == len(reference)
@@ -132,7 +140,7 @@ def test_pieces_come_out_in_order_with_every_sample_and_quiet_seams(embedded):
 
 def test_long_text_is_heard_in_order_with_numbers_and_asides_read_aloud(embedded):
     text = "I bought 3 apples for $5.50. (laughs) Then I walked home. It was a good day."
-    audio = speak(piecewise(embedded, max_piece_chars=40), text)
+    audio = speak(piecewise(max_piece_chars=40), embedded, text)
     heard = transcribe(audio, embedded.info.sample_rate)
     expected = (
         "I bought three apples for five dollars and fifty cents. "
@@ -144,13 +152,13 @@ def test_long_text_is_heard_in_order_with_numbers_and_asides_read_aloud(embedded
 def test_closing_the_stream_closes_every_inner_generation():
     events: list[tuple[str, int]] = []
     inner = EmbeddedBackend(max_chars=24)  # several chunks per piece: piece 0 is still running at the close
-    backend = piecewise(Recorder(inner, events), lookahead=1, max_piece_chars=80)
+    speech, backend = piecewise(lookahead=1, max_piece_chars=80), Recorder(inner, events)
     text = "The keeper woke, climbed the narrow stairs, and lit the lamp. " * 4
 
     async def first_chunk_then_close():
         await backend.start()
         try:
-            stream = backend.generate(SynthesisRequest(text=text, request_id="r"))
+            stream = speech.generate(backend, SynthesisRequest(text=text, request_id="r"))
             await anext(stream)
             await stream.aclose()
         finally:
@@ -168,13 +176,13 @@ def test_closing_the_stream_closes_every_inner_generation():
 
 def test_cancelling_the_consumer_task_closes_inner_generations():
     fake = FakeBackend(chunk_delay_s=0.01)
-    backend = piecewise(fake, lookahead=2)
+    speech = piecewise(lookahead=2)
 
     async def cancel_midway():
         got_audio = asyncio.Event()
 
         async def consume():
-            async for _ in backend.generate(SynthesisRequest(text=FOUR_SENTENCES)):
+            async for _ in speech.generate(fake, SynthesisRequest(text=FOUR_SENTENCES)):
                 got_audio.set()
 
         task = asyncio.create_task(consume())
@@ -192,10 +200,10 @@ def test_cancelling_the_consumer_task_closes_inner_generations():
 def test_seams_without_a_fade_jump_and_with_one_do_not():
     def worst_seam_jump(crossfade_ms: float) -> float:
         fake = FakeBackend()
-        backend = piecewise(fake, crossfade_ms=crossfade_ms, normalize_default=False)
+        speech = piecewise(crossfade_ms=crossfade_ms, normalize_default=False)
         text = "Tones of odd length. They end mid wave, loud! And then restart."
-        pieces = backend.frontend.prepare(text)
-        audio = speak(backend, text)
+        pieces = speech.frontend.prepare(text)
+        audio = speak(speech, fake, text)
         lengths = [round(fake.duration_s(SynthesisRequest(text=p)) * fake.info.sample_rate) for p in pieces]
         seams = np.cumsum(lengths)[:-1]
         assert len(seams) >= 2 and len(audio) == sum(lengths)
@@ -206,10 +214,10 @@ def test_seams_without_a_fade_jump_and_with_one_do_not():
 
 
 def test_usage_counts_pieces_and_characters():
-    backend = piecewise(FakeBackend())
+    speech = piecewise()
 
     async def run():
-        stream = backend.generate(SynthesisRequest(text=FOUR_SENTENCES))
+        stream = speech.generate(FakeBackend(), SynthesisRequest(text=FOUR_SENTENCES))
         chunks = [chunk async for chunk in stream]
         return stream, chunks
 
@@ -217,8 +225,8 @@ def test_usage_counts_pieces_and_characters():
     assert len(stream.pieces) == 4
     assert stream.pieces_done == 4
     assert stream.characters == sum(len(piece) for piece in stream.pieces) >= len(FOUR_SENTENCES) - 3
-    assert backend.pieces_spoken == 4
-    assert backend.characters_spoken == stream.characters
+    assert speech.pieces_spoken == 4
+    assert speech.characters_spoken == stream.characters
 
 
 def test_every_piece_shares_the_voice_and_one_seed():
@@ -227,12 +235,12 @@ def test_every_piece_shares_the_voice_and_one_seed():
     seen: list[SynthesisRequest] = []
 
     class Spy(Recorder):
-        async def generate(self, request):
+        async def speak(self, request):
             seen.append(request)
-            async for chunk in super().generate(request):
+            async for chunk in super().speak(request):
                 yield chunk
 
-    speak(piecewise(Spy(fake, events)), FOUR_SENTENCES, voice="nova", instructions="calm")
+    speak(piecewise(), Spy(fake, events), FOUR_SENTENCES, voice="nova", instructions="calm")
     assert len(seen) == 4
     assert {(r.voice, r.instructions) for r in seen} == {("nova", "calm")}
     assert len({r.seed for r in seen}) == 1 and seen[0].seed is not None
@@ -241,13 +249,13 @@ def test_every_piece_shares_the_voice_and_one_seed():
 
 def test_a_failing_piece_fails_the_stream_after_the_earlier_pieces_and_frees_the_rest():
     fake = FakeBackend()
-    backend = piecewise(fake, lookahead=2, normalize_default=False)
+    speech = piecewise(lookahead=2, normalize_default=False)
     text = "First piece is fine. Second one breaks [fail] here. Third never plays. Fourth neither."
 
     async def run():
         out = []
         with pytest.raises(BackendError):
-            async for chunk in backend.generate(SynthesisRequest(text=text)):
+            async for chunk in speech.generate(fake, SynthesisRequest(text=text)):
                 out.append(chunk)
         return out
 
@@ -259,20 +267,21 @@ def test_a_failing_piece_fails_the_stream_after_the_earlier_pieces_and_frees_the
     assert fake.active == 0
 
 
-def test_validate_checks_every_piece_with_the_inner_engine(embedded):
-    backend = piecewise(embedded)
-    backend.validate(SynthesisRequest(text=FOUR_SENTENCES))
+def test_checked_checks_every_piece_with_the_engine(embedded):
+    speech = piecewise()
+    checked = speech.checked(embedded, SynthesisRequest(text=FOUR_SENTENCES))
+    assert checked.pieces is not None and len(checked.pieces) == 4
     with pytest.raises(BackendInputError) as refused:
-        backend.validate(SynthesisRequest(text=FOUR_SENTENCES + " 这一句是中文。"))
+        speech.checked(embedded, SynthesisRequest(text=FOUR_SENTENCES + " 这一句是中文。"))
     assert refused.value.code == "unsupported_language"
     with pytest.raises(BackendInputError):
-        backend.validate(SynthesisRequest(text=" ... !!! "))
+        speech.checked(embedded, SynthesisRequest(text=" ... !!! "))
 
 
 def test_a_single_piece_passes_through_untouched(embedded):
     events: list[tuple[str, int]] = []
     recorder = Recorder(embedded, events)
-    audio = speak(piecewise(recorder), "Just one short sentence.")
+    audio = speak(piecewise(), recorder, "Just one short sentence.")
     np.testing.assert_array_equal(audio, np.concatenate(recorder.audio[0]))
 
 
@@ -286,18 +295,18 @@ def test_pieces_overlap_on_the_batching_voxcpm2_engine():
         VoxCPM2.random("tiny", device="cpu", dtype="float32"), BatchingConfig(num_kv_blocks=256)
     )
     recorder = Recorder(inner, events)
-    backend = piecewise(recorder, max_piece_chars=30)
+    speech = piecewise(max_piece_chars=30)
     text = "(calmly) The first piece. 第二段在这里。 The third piece, 3 words."
 
     async def run():
-        await backend.start()
+        await recorder.start()
         try:
-            stream = backend.generate(
-                SynthesisRequest(text=text, request_id="r", instructions="calm", max_patches=3)
+            stream = speech.generate(
+                recorder, SynthesisRequest(text=text, request_id="r", instructions="calm", max_patches=3)
             )
             return stream, [chunk async for chunk in stream]
         finally:
-            await backend.stop()
+            await recorder.stop()
 
     stream, chunks = asyncio.run(run())
     assert stream.pieces == ["calmly, The first piece.", "第二段在这里。", "The third piece, three words."]

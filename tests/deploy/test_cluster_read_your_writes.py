@@ -25,7 +25,7 @@ from helpers.audio import decode
 from helpers.redis_server import RedisServer
 from helpers.serve_process import free_port
 from helpers.server import running_server
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
@@ -80,7 +80,8 @@ def replicas(tmp_path_factory) -> Iterator[Pair]:
                 state_sync_interval_s=60,  # the background sync never runs within a test
                 voices_dir=tmp / f"voices-{name}",
             )
-            app = create_app(settings, with_text_frontend(FakeBackend(cloning=True), settings))
+            backend = FakeBackend(cloning=True)
+            app = create_app(settings, backend, build_text_pipeline(settings, backend))
             urls.append(stack.enter_context(running_server(labelled(app, name))))
         port = free_port()
         shipped = (DEPLOY / "nginx" / "polyvox.conf").read_text()
@@ -225,7 +226,8 @@ def test_processes_sharing_a_voices_directory_and_redis_read_each_others_writes_
         urls = []
         for _ in range(2):
             settings = Settings(state_url=redis.url, state_sync_interval_s=60, voices_dir=tmp_path / "voices")
-            app = create_app(settings, with_text_frontend(FakeBackend(cloning=True), settings))
+            backend = FakeBackend(cloning=True)
+            app = create_app(settings, backend, build_text_pipeline(settings, backend))
             urls.append(stack.enter_context(running_server(labelled(app, str(len(urls))))))
         a, b = urls
         outcomes = []

@@ -1,5 +1,5 @@
 """`BackendWrapper`: a Backend that hands everything to a real inner engine, for tests that watch or
-steer its generation by overriding `generate` (the inner engine does the work)."""
+steer the pieces it speaks by overriding `speak` (the inner engine does the work)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ if TYPE_CHECKING:
 
 
 class BackendWrapper(Backend):
-    """Passes the Backend contract through to `inner`; subclasses override `generate`."""
+    """Passes the Backend contract through to `inner`; subclasses override `speak`, which sees every
+    piece a text step with a front end speaks (`build_text_pipeline`). A request that is no piece
+    (`piece` None: a designed voice's freeze, spoken as written) goes straight to `inner`, as it would
+    on the engine served alone."""
 
     def __init__(self, inner: Backend):
         self.inner = inner
@@ -38,6 +41,12 @@ class BackendWrapper(Backend):
         await self.inner.check_voice(reference)
 
     def generate(self, request: SynthesisRequest) -> AudioStream:
+        if request.piece is None:
+            return self.inner.generate(request)
+        return self.speak(request)
+
+    def speak(self, request: SynthesisRequest) -> AudioStream:
+        """One piece of a speech request (`request.piece`: its index)."""
         return self.inner.generate(request)
 
     def stats(self) -> BatchingStats | None:
@@ -45,6 +54,3 @@ class BackendWrapper(Backend):
 
     def prompt_cache_stats(self) -> PromptCacheStats:
         return self.inner.prompt_cache_stats()
-
-    def as_written(self) -> Backend:
-        return self.inner.as_written()

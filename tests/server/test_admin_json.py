@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from helpers.server import running_server
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
@@ -20,7 +20,8 @@ LEXICON = "/admin/lexicon"
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
     settings = Settings()
-    with running_server(create_app(settings, with_text_frontend(FakeBackend(), settings))) as url:
+    backend = FakeBackend()
+    with running_server(create_app(settings, backend, build_text_pipeline(settings, backend))) as url:
         yield url
 
 

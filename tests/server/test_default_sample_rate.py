@@ -17,7 +17,7 @@ from helpers.backends import BackendWrapper
 from helpers.server import running_server
 from polyvox.audio import formats
 from polyvox.backends.base import SynthesisRequest
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
@@ -32,7 +32,7 @@ SELF_DESCRIBING = ("wav", "flac", "mp3", "opus", "aac")
 class FixedLength(BackendWrapper):
     """The real VoxCPM2 engine, every generation forced to PATCHES patches (random weights stop anywhere)."""
 
-    async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+    async def speak(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
         forced = replace(request, min_patches=PATCHES, max_patches=PATCHES)
         async with contextlib.aclosing(self.inner.generate(forced)) as chunks:
             async for chunk in chunks:
@@ -53,7 +53,7 @@ def client_for(tiny_model) -> Iterator:
             settings = Settings(request_timeout_s=600, **overrides)
             backend = FixedLength(VoxCPMBackend(tiny_model, BatchingConfig(num_kv_blocks=256)))
             url = stack.enter_context(
-                running_server(create_app(settings, with_text_frontend(backend, settings)))
+                running_server(create_app(settings, backend, build_text_pipeline(settings, backend)))
             )
             return openai.OpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0)
 

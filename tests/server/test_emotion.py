@@ -27,7 +27,7 @@ from helpers.clips import wav_bytes
 from helpers.official import import_voxcpm
 from helpers.server import running_server
 from polyvox.backends.base import SynthesisRequest
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
@@ -47,7 +47,7 @@ class FixedLength(BackendWrapper):
         super().__init__(inner)
         self.spoken: list[np.ndarray] = []
 
-    async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+    async def speak(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
         forced = replace(request, min_patches=PATCHES, max_patches=PATCHES)
         parts = []
         async with contextlib.aclosing(self.inner.generate(forced)) as chunks:
@@ -94,7 +94,7 @@ def url(tmp_path_factory, engine) -> Iterator[str]:
         cache_enabled=True,
         cache_dir=tmp_path_factory.mktemp("cache"),
     )
-    with running_server(create_app(settings, with_text_frontend(engine, settings))) as served:
+    with running_server(create_app(settings, engine, build_text_pipeline(settings, engine))) as served:
         yield served
 
 

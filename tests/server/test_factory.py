@@ -7,12 +7,12 @@ import sys
 import pytest
 
 from polyvox.backends.base import Backend
-from polyvox.backends.factory import build_model_backend
+from polyvox.backends.factory import build_backend
 from polyvox.settings import Settings
 
 
 def test_no_checkpoint_serves_the_embedded_voice() -> None:
-    backend = build_model_backend(Settings())
+    backend = build_backend(Settings())
     assert isinstance(backend, Backend)
     assert backend.info.name == "embedded"
     assert not backend.ready  # built, not started: the app's lifespan starts it
@@ -34,5 +34,5 @@ def test_a_checkpoint_or_random_weights_select_voxcpm2(
     module.VoxCPMBackend = Recorder
     monkeypatch.setitem(sys.modules, "polyvox.backends.voxcpm", module)
     settings = Settings(**overrides)
-    assert build_model_backend(settings) == "voxcpm2 engine"
+    assert build_backend(settings) == "voxcpm2 engine"
     assert calls == [settings]

@@ -26,7 +26,7 @@ import pytest
 from helpers.backends import BackendWrapper
 from helpers.server import running_server
 from polyvox.backends.base import SynthesisRequest
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
@@ -49,7 +49,7 @@ class Recording(BackendWrapper):
         super().__init__(inner)
         self.instructions: list[str | None] = []
 
-    async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+    async def speak(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
         if request.text == TEXT:
             self.instructions.append(request.instructions)
         forced = replace(request, min_patches=PATCHES, max_patches=PATCHES)
@@ -71,7 +71,7 @@ def serve(tiny_model) -> Iterator:
         def start(**overrides) -> tuple[str, Recording]:
             settings = Settings(request_timeout_s=600, **overrides)
             backend = Recording(VoxCPMBackend(tiny_model, BatchingConfig(num_kv_blocks=256)))
-            app = create_app(settings, with_text_frontend(backend, settings))
+            app = create_app(settings, backend, build_text_pipeline(settings, backend))
             return stack.enter_context(running_server(app)), backend
 
         yield start

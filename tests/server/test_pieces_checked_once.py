@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from helpers.server import running_server
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
@@ -31,8 +31,10 @@ def serve_refusing() -> Iterator[Callable[[str], str]]:
 
         def start(marker: str) -> str:
             settings = Settings(max_piece_chars=60, normalize=True)
-            backend = with_text_frontend(FakeBackend(reject_marker=marker), settings)
-            return stack.enter_context(running_server(create_app(settings, backend)))
+            backend = FakeBackend(reject_marker=marker)
+            return stack.enter_context(
+                running_server(create_app(settings, backend, build_text_pipeline(settings, backend)))
+            )
 
         yield start
 

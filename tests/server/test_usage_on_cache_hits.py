@@ -12,7 +12,7 @@ import pytest
 from websockets.sync.client import connect
 
 from helpers.server import running_server
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -24,7 +24,8 @@ TEXT = "It costs $5 at 3:30 on 2024-01-02."
 def url(tmp_path_factory) -> Iterator[str]:
     embedded = pytest.importorskip("polyvox.backends.embedded")
     settings = Settings(cache_enabled=True, cache_dir=tmp_path_factory.mktemp("cache"))
-    app = create_app(settings, with_text_frontend(embedded.EmbeddedBackend(max_workers=1), settings))
+    backend = embedded.EmbeddedBackend(max_workers=1)
+    app = create_app(settings, backend, build_text_pipeline(settings, backend))
     with running_server(app) as base:
         yield base
 

@@ -33,7 +33,7 @@ import soxr
 from helpers.audio import decode
 from helpers.server import running_server
 from polyvox.backends.embedded import EmbeddedBackend
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -48,7 +48,8 @@ THREE = "The quick brown fox jumps over the lazy dog. We bought five apples toda
 def url(tmp_path_factory) -> Iterator[str]:
     cache, voices = tmp_path_factory.mktemp("cache"), tmp_path_factory.mktemp("voices")
     settings = Settings(cache_enabled=True, cache_dir=cache, voices_dir=voices)
-    with running_server(create_app(settings, with_text_frontend(EmbeddedBackend(), settings))) as base:
+    backend = EmbeddedBackend()
+    with running_server(create_app(settings, backend, build_text_pipeline(settings, backend))) as base:
         yield base
 
 
@@ -272,7 +273,8 @@ def test_a_lexicon_replacement_maps_back_to_the_clients_word(tmp_path) -> None:
     lexicon = tmp_path / "lexicon.json"
     lexicon.write_text(json.dumps({"PyPI": "pie pea eye"}), encoding="utf-8")
     settings = Settings(lexicon_path=lexicon, voices_dir=tmp_path / "voices")
-    with running_server(create_app(settings, with_text_frontend(EmbeddedBackend(), settings))) as base:
+    backend = EmbeddedBackend()
+    with running_server(create_app(settings, backend, build_text_pipeline(settings, backend))) as base:
         answer = timed(base, "Get it from PyPI today.")
     assert [w["word"] for w in answer["words"]] == ["Get", "it", "from", "PyPI", "today."]
     samples, rate = audio_of(answer)

@@ -21,7 +21,7 @@ from helpers.backends import BackendWrapper
 from helpers.clips import wav_bytes
 from helpers.server import running_server
 from polyvox.backends.base import SynthesisRequest
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
@@ -48,7 +48,7 @@ class Forced(BackendWrapper):
     def texts(self) -> list[str]:
         return [request.text for request in self.requests]
 
-    async def generate(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
+    async def speak(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray]:
         self.requests.append(request)
         if self.hold is not None and self.hold(request):
             await self._held()
@@ -90,7 +90,7 @@ def tiny_server(tiny_model) -> Iterator[Callable[..., tuple[str, Forced]]]:
             overrides.setdefault("request_timeout_s", 600)
             settings = Settings(**overrides)
             backend = Forced(VoxCPMBackend(tiny_model, BatchingConfig(num_kv_blocks=1024)))
-            app = create_app(settings, with_text_frontend(backend, settings))
+            app = create_app(settings, backend, build_text_pipeline(settings, backend))
             return stack.enter_context(running_server(app)), backend
 
         yield start
@@ -101,7 +101,7 @@ def shared(tiny_model) -> Iterator[tuple[str, Forced]]:
     """One server for a module's tests that need no special settings."""
     settings = Settings(request_timeout_s=600)
     backend = Forced(VoxCPMBackend(tiny_model, BatchingConfig(num_kv_blocks=1024)))
-    with running_server(create_app(settings, with_text_frontend(backend, settings))) as url:
+    with running_server(create_app(settings, backend, build_text_pipeline(settings, backend))) as url:
         yield url, backend
 
 

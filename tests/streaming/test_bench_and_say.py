@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from polyvox.backends.factory import build_backend
+from polyvox.backends.base import Backend
+from polyvox.backends.factory import build_backend, build_text_pipeline
 from polyvox.backends.text_pipeline import TextPipeline
 from polyvox.bench.loadgen import Sample, viable
 from polyvox.cli import main
@@ -51,13 +52,15 @@ def test_a_stream_is_viable_only_if_every_chunk_arrives_before_a_real_time_liste
     assert not viable(Sample(arrivals=[1.0], sizes=[0], audio_s=0.0))
 
 
-def test_the_speech_engine_wraps_the_selected_engine_in_the_text_front_end(tmp_path):
+def test_the_selected_engine_is_served_with_the_text_step_the_settings_describe(tmp_path):
     path = tmp_path / "lexicon.json"
     path.write_text(json.dumps({"PyPI": "pie pea eye"}), encoding="utf-8")
     settings = Settings(lexicon_path=path, normalize=False, max_piece_chars=40, piece_lookahead=2)
     backend = build_backend(settings)
-    assert isinstance(backend, TextPipeline) and backend.lookahead == 2
-    assert backend.frontend.prepare("Get it from PyPI in 2 minutes.") == [
+    assert isinstance(backend, Backend) and backend.info.name == "embedded"
+    speech = build_text_pipeline(settings, backend)
+    assert isinstance(speech, TextPipeline) and speech.lookahead == 2
+    assert speech.frontend.prepare("Get it from PyPI in 2 minutes.") == [
         "Get it from pie pea eye in 2 minutes."
     ]
 

@@ -12,7 +12,7 @@ from websockets.sync.client import connect
 from helpers.asr import transcribe, word_error_rate
 from helpers.audio import pcm_samples
 from helpers.server import running_server
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
 
@@ -24,7 +24,8 @@ VOICE = "onyx"
 def embedded_url():
     embedded = pytest.importorskip("polyvox.backends.embedded")
     settings = Settings()
-    app = create_app(settings, with_text_frontend(embedded.EmbeddedBackend(), settings))
+    backend = embedded.EmbeddedBackend()
+    app = create_app(settings, backend, build_text_pipeline(settings, backend))
     with running_server(app) as url:
         yield url
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from helpers.server import running_server
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
@@ -23,7 +23,7 @@ def lexicon_server(tmp_path):
     """A server with the fake engine behind the text front end, its lexicon saved to `lexicon.json`."""
     settings = Settings(lexicon_path=tmp_path / "lexicon.json")
     backend = FakeBackend()
-    with running_server(create_app(settings, with_text_frontend(backend, settings))) as url:
+    with running_server(create_app(settings, backend, build_text_pipeline(settings, backend))) as url:
         yield url, backend, settings.lexicon_path
 
 

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, contextmanager
 import pytest
 
 from helpers.server import running_server
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.backends.voxcpm import VoxCPMBackend
 from polyvox.core.config import BatchingConfig
 from polyvox.models.voxcpm2.loaded_model import VoxCPM2
@@ -38,7 +38,7 @@ def voxcpm_server(tiny_model, tmp_path) -> Callable[..., AbstractContextManager[
         backend = VoxCPMBackend(
             tiny_model, BatchingConfig(max_num_seqs=32, num_kv_blocks=1024), max_patches=MAX_PATCHES
         )
-        app = create_app(settings, with_text_frontend(backend, settings))
+        app = create_app(settings, backend, build_text_pipeline(settings, backend))
         serve.backend = backend  # the last server's model engine, for its batching stats
         with running_server(app) as url:
             yield url

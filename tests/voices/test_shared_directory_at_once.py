@@ -18,7 +18,7 @@ import pytest
 
 from helpers.audio import decode
 from helpers.server import running_server
-from polyvox.backends.factory import with_text_frontend
+from polyvox.backends.factory import build_text_pipeline
 from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
@@ -37,7 +37,8 @@ def servers(tmp_path) -> Iterator[tuple[str, str]]:
                 lexicon_path=tmp_path / "lexicon.json",
                 state_sync_interval_s=60,  # the background reload never runs within a test
             )
-            app = create_app(settings, with_text_frontend(FakeBackend(cloning=True), settings))
+            backend = FakeBackend(cloning=True)
+            app = create_app(settings, backend, build_text_pipeline(settings, backend))
             urls.append(stack.enter_context(running_server(app)))
         yield urls[0], urls[1]
 

@@ -1,2 +1,2 @@
 """Synthesis back ends behind one contract (`base.Backend`): the embedded voice, VoxCPM2, a fake voice for
-tests, and `TextPipeline`, which speaks long text through any of them."""
+tests; and `TextPipeline`, the text step that prepares a request's pieces and speaks them on any of them."""

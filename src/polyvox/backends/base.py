@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from polyvox.alignment.timeline import Timeline
     from polyvox.backends.fair_queue import Listener
     from polyvox.core.stats import BatchingStats
-    from polyvox.text.lexicon import Lexicon
 
 __all__ = [
     "OPENAI_VOICES",
@@ -97,8 +96,8 @@ class SynthesisRequest:
     lora_digest: str | None = None  # its content digest: cached audio never outlives a replaced adapter
     request_id: str = ""
     piece: int | None = None  # which piece of `request_id`'s long input this is (the text front end's)
-    # `text` as the text front end prepared it, piece by piece, once checked (`TextPipeline.checked`):
-    # the pieces generated are the pieces checked. None: not prepared yet.
+    # `text` as the text step prepared it for the plan, piece by piece, once checked
+    # (`TextPipeline.checked`): the pieces generated are the pieces checked. None: not prepared yet.
     pieces: tuple[str, ...] | None = None
     # Whose request this is, piece after piece (the text front end gives each request one), for a back end
     # that shares a few workers among requests fairly (the embedded voice's FairQueue). None: its own.
@@ -232,12 +231,10 @@ class Backend(Protocol):
 
     def checked(self, request: SynthesisRequest) -> SynthesisRequest:
         """The request as this back end will speak it, checked once (`validate`; a `BackendInputError`
-        naming the parameter). A back end that reshapes it returns it reshaped, so what was checked is
-        what is generated: the text front end's pieces (`TextPipeline`). Blocking (normalisation can
-        take a while): call it off the event loop.
-
-        A back end served without the front end speaks its text as one piece: the front end's rule
-        refuses text with nothing to say (`EmptyInput`) here, before the back end's own checks."""
+        naming the parameter), spoken as written, in one piece: what a text step without a front end
+        checks (`TextPipeline.checked`; with a front end it checks each piece with `validate`). The front
+        end's rule refuses text with nothing to say (`EmptyInput`) here too, before the back end's own
+        checks."""
         if not has_words(request.text):
             raise EmptyInput()
         self.validate(request)
@@ -265,16 +262,6 @@ class Backend(Protocol):
         that does not batch."""
         stats = self.stats()
         return [EngineRank(self.ready, stats)] if stats is not None else []
-
-    @property
-    def lexicon(self) -> Lexicon | None:
-        """The pronunciation lexicon in front of the back end, if any (it changes the audio)."""
-        return None
-
-    def as_written(self) -> Backend:
-        """The back end that speaks a request's text as written, in one piece (no text front end):
-        this one, unless it is a text front end. Designed voices are frozen through it."""
-        return self
 
     def adapters(self) -> dict[str, AdapterInfo]:
         """The LoRA adapters loaded, by name; none for a back end without `capabilities.lora`."""

@@ -1,8 +1,10 @@
-"""Chooses and builds the back end the settings ask for: VoxCPM2 with a checkpoint or random weights,
-otherwise the embedded CPU voice; `build_backend` puts the text front end (lexicon,
-normalisation, long-text splitting) in front of it, as every serving path uses it. Back ends
-are imported lazily so each one's dependencies load only when it is served: the embedded voice's
-server imports no PyTorch, which only VoxCPM needs (the `voxcpm` extra)."""
+"""Chooses and builds what the settings ask for: the model back end (`build_backend`: VoxCPM2 with a
+checkpoint or random weights, otherwise the embedded CPU voice) and the text step every serving path
+puts before it (`build_text_pipeline`: the lexicon, normalisation, long-text splitting, lookahead,
+crossfades and the word aligner), kept apart: the text step builds a request's plan and speaks it on
+the back end; it does not wrap it. Back ends are imported lazily so each one's dependencies load only
+when it is served: the embedded voice's server imports no PyTorch, which only VoxCPM needs (the
+`voxcpm` extra)."""
 
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ from polyvox.text.frontend import TextFrontend
 from polyvox.text.lexicon import Lexicon, LexiconError
 
 
-def build_model_backend(settings: Settings, engine_sockets: str | None = None) -> Backend:
-    """The model back end `settings` select (not started yet); `engine_sockets`: VoxCPM's engine ranks
+def build_backend(settings: Settings, engine_sockets: str | None = None) -> Backend:
+    """What `polyvox serve` and `polyvox say` speak on: the model back end `settings` select (not
+    started yet; its text step: `build_text_pipeline`); `engine_sockets`: VoxCPM's engine ranks
     are the launcher's, listening there (an API process behind `api_server_count`). StartupError for
     adapters (`lora`) given to a back end that serves none: they would be ignored without a word."""
     if settings.model or settings.random_weights:
@@ -51,10 +54,9 @@ def require_torch(what: str) -> None:
         ) from None
 
 
-def with_text_frontend(backend: Backend, settings: Settings) -> TextPipeline:
-    """`backend` behind the text front end `settings` describe (an already wrapped one is kept)."""
-    if isinstance(backend, TextPipeline):
-        return backend
+def build_text_pipeline(settings: Settings, backend: Backend) -> TextPipeline:
+    """The text step `settings` describe, for speaking on `backend` (which decides only whether an
+    aligner is built)."""
     frontend = TextFrontend(
         _lexicon(settings), normalize_default=settings.normalize, max_piece_chars=settings.max_piece_chars
     )
@@ -63,7 +65,6 @@ def with_text_frontend(backend: Backend, settings: Settings) -> TextPipeline:
     timed_itself = backend.info.capabilities.word_timings
     aligner = None if timed_itself else make_aligner(settings.aligner, device=settings.device)
     return TextPipeline(
-        backend,
         frontend,
         lookahead=settings.piece_lookahead,
         crossfade_ms=settings.crossfade_ms,
@@ -80,8 +81,3 @@ def _lexicon(settings: Settings) -> Lexicon:
         return Lexicon.load(settings.lexicon_path)
     except LexiconError as exc:
         raise InvalidSettings(f"lexicon_path: {exc}; fix the file, or unset lexicon_path") from exc
-
-
-def build_backend(settings: Settings, engine_sockets: str | None = None) -> TextPipeline:
-    """What `polyvox serve` and `polyvox say` speak with: the selected back end behind the text front end."""
-    return with_text_frontend(build_model_backend(settings, engine_sockets), settings)

@@ -67,17 +67,19 @@ async def synthesize_file(
     emotion: str | None = None,
     pitch: float = 0.0,
 ) -> bytes:
-    """The whole utterance as a file of `fmt`: the back end and OutputPipeline, no server. `lora`: the name of
-    one of `settings.lora`'s adapters to speak with; `pitch`: semitones, shifted as the server does."""
+    """The whole utterance as a file of `fmt`: the text step, the back end and OutputPipeline, no
+    server. `lora`: the name of one of `settings.lora`'s adapters to speak with; `pitch`: semitones,
+    shifted as the server does."""
     from polyvox.audio.formats import resolve
     from polyvox.audio.pipeline import OutputPipeline
     from polyvox.backends.base import SynthesisRequest
-    from polyvox.backends.factory import build_backend
+    from polyvox.backends.factory import build_backend, build_text_pipeline
     from polyvox.settings.errors import files_named_by
 
     resolve(fmt, sample_rate)  # a bad format or rate is refused before a model loads
     with files_named_by(settings):
         backend = build_backend(settings)
+        speech = build_text_pipeline(settings, backend)  # the text step, as the server's
     try:
         await backend.start()
     except Exception as exc:
@@ -97,11 +99,13 @@ async def synthesize_file(
             lora=lora,
             emotion=emotion,
         )
-        request = await asyncio.to_thread(backend.checked, request)  # as it is spoken: its pieces
+        request = await asyncio.to_thread(speech.checked, backend, request)  # as it is spoken: its pieces
         pipeline = OutputPipeline(
             backend.info.sample_rate, out_rate, audio_format, speed=pipeline_speed, whole=True, pitch=pitch
         )
-        parts = [await asyncio.to_thread(pipeline.push, chunk) async for chunk in backend.generate(request)]
+        parts = [
+            await asyncio.to_thread(pipeline.push, chunk) async for chunk in speech.generate(backend, request)
+        ]
         parts.append(await asyncio.to_thread(pipeline.finish))
     finally:
         await backend.stop()

@@ -1,4 +1,5 @@
-"""The application factory: `create_app(settings, backend)` wires the back end, admission control,
+"""The application factory: `create_app(settings, backend, text)` wires the model back end, the text step in
+front of it (`TextPipeline`: each request's pieces for its plan, spoken on the back end), admission control,
 metrics, error translation and routers into one FastAPI app whose lifespan starts and stops the back end."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from fastapi import FastAPI
 
 from polyvox import __version__
 from polyvox.backends.base import Backend
+from polyvox.backends.text_pipeline import TextPipeline
 from polyvox.cache import describe_cache
 from polyvox.runtime.startup import stage
 from polyvox.server import catalog, health, openapi_errors, tracing, ui
@@ -100,7 +102,7 @@ async def _start_up(state: AppState) -> None:
         if freeze:
             await freeze_builtin_voices(state.voices, backend)
         if settings.warmup:  # what the first requests would pay for, paid before /ready (lifecycle/warmup.py)
-            await warm_up(backend, state.voices, settings)
+            await warm_up(backend, state.text, state.voices, settings)
     finally:
         state.freezing_voices = False
 
@@ -138,17 +140,25 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.service.encode_pool.close()
 
 
-def create_app(settings: Settings | None = None, backend: Backend | None = None) -> FastAPI:
-    """A polyvox app serving `backend`; its lifespan starts it.
+def create_app(
+    settings: Settings | None = None, backend: Backend | None = None, text: TextPipeline | None = None
+) -> FastAPI:
+    """A polyvox app serving the model back end `backend`; its lifespan starts it. Every request's text
+    goes through the text step `text`, which prepares its pieces for its plan and speaks them on the
+    back end.
 
-    The default back end is the one `settings` select behind the text front end (lexicon, normalisation,
-    long-text splitting); a back end passed in is served as given (wrap it with
-    `backends.factory.with_text_frontend` for the front end)."""
+    By default both are the ones `settings` select and describe (`build_backend`, `build_text_pipeline`:
+    lexicon, normalisation, long-text splitting). A back end passed without a text step is served as
+    given: each request's text as written, in one piece (a text step without a front end)."""
+    from polyvox.backends.factory import build_backend, build_text_pipeline
+
     settings = settings or Settings()
     if backend is None:
-        from polyvox.backends.factory import build_backend
-
         backend = build_backend(settings)
+        if text is None:
+            text = build_text_pipeline(settings, backend)
+    if text is None:
+        text = TextPipeline()  # no front end: the back end served as given
     metrics = metrics_for(settings)
     log.info("%s", describe_cache(settings))
     telemetry = tracing.install(settings)  # otel_traces: FastAPI's span per request; off, none
@@ -162,7 +172,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     watch = None
     copy: fresh_reads.SharedCopy
     if shared is None:
-        copy = watch = DirectoryWatch(registry, backend.lexicon, settings.state_sync_interval_s)
+        copy = watch = DirectoryWatch(registry, text.lexicon, settings.state_sync_interval_s)
     else:
         copy = shared
     supervisor = BackendSupervisor(backend, lifecycle, metrics)
@@ -179,6 +189,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
     app.state.polyvox = AppState(
         settings=settings,
         backend=backend,
+        text=text,
         metrics=metrics,
         keyring=keyring,
         authorizer=authorizer,
@@ -187,6 +198,7 @@ def create_app(settings: Settings | None = None, backend: Backend | None = None)
         voices=registry,
         service=SpeechService(
             backend,
+            text,
             settings,
             metrics,
             registry,

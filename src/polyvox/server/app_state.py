@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from polyvox.backends.base import Backend
+    from polyvox.backends.text_pipeline import TextPipeline
     from polyvox.server.key_ring import KeyRing
     from polyvox.server.lifecycle.draining import Lifecycle
     from polyvox.server.lifecycle.idle_unload import ColdStart
@@ -33,7 +34,8 @@ class AppState:
     """One app's settings and the objects made of them; the last two fields change as it runs."""
 
     settings: Settings
-    backend: Backend
+    backend: Backend  # the model back end, served as it is
+    text: TextPipeline  # the text step: each request's pieces for its plan, spoken on `backend`
     metrics: Metrics
     keyring: KeyRing  # the keys of the settings
     authorizer: Authorizer  # who a request comes from: the settings' keys, then the named keys
@@ -57,8 +59,8 @@ class AppState:
 
     @property
     def lexicon(self) -> Lexicon | None:
-        """The pronunciation lexicon of the back end's text front end, if it has one."""
-        return self.backend.lexicon
+        """The pronunciation lexicon of the text step's front end, if it has one."""
+        return self.text.lexicon
 
 
 def app_state(app: Any) -> AppState:

@@ -285,7 +285,7 @@ class VoiceRegistry:
         design = self._design_to_freeze(voice, backend)
         if design is None:
             return voice
-        return replace(voice, reference=await self.freezer.reference(design, backend.as_written()))
+        return replace(voice, reference=await self.freezer.reference(design, backend))
 
     def _design_to_freeze(self, voice: ResolvedVoice, backend: Backend) -> VoiceDesign | None:
         if voice.source != "builtin" or voice.reference is not None:
@@ -499,7 +499,7 @@ class VoiceRegistry:
             )
         text, seed = self.design_script
         design = VoiceDesign(voice_id, prompt, script or text, seed)
-        frozen = await freeze_design(design, backend.as_written(), self.freezer.max_patches)
+        frozen = await freeze_design(design, backend, self.freezer.max_patches)
         reference = await anyio.to_thread.run_sync(reference_of, frozen, self.clip_rate)
         entry = VoiceEntry(
             audio="",

@@ -75,7 +75,7 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
         daemon=True,
     )
     watch.start()
-    from polyvox.backends.factory import build_backend
+    from polyvox.backends.factory import build_backend, build_text_pipeline
     from polyvox.server.app import create_app, draining_server
     from polyvox.server.app_state import app_state
     from polyvox.server.connections import uvicorn_config
@@ -83,7 +83,8 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
 
     try:
         with files_named_by(settings):
-            app = create_app(settings, build_backend(settings, engine_sockets))
+            backend = build_backend(settings, engine_sockets)
+            app = create_app(settings, backend, build_text_pipeline(settings, backend))
     except StartupError as exc:
         log.error("API server %d cannot start: %s", seat.index, exc)
         sys.exit(EXIT_START_FAILED)

@@ -24,6 +24,7 @@ from polyvox.settings import Settings
 
 if TYPE_CHECKING:
     from polyvox.state.replica_sync import ReplicaSync
+    from polyvox.text.lexicon import Lexicon
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +57,15 @@ class SpeechCache:
         request: SynthesisRequest,
         client_seed: int | None,
         backend: Backend,
+        lexicon: Lexicon | None,
         *,
         adhoc: bool,
         bypass: bool,
         voice_print: Callable[[], str | None],
     ) -> tuple[str, str | None]:
         """A request's X-Cache status and key: ADHOC for a one-off clone, DISABLED, BYPASS when the client
-        asked, else MISS with the key of its back end, request and voice (`voice_print()`). The key holds
+        asked, else MISS with the key of its back end, the text step's `lexicon`, request and voice
+        (`voice_print()`). The key holds
         the client's seed, not the one drawn for a request without one: any audio of an unseeded
         request serves it."""
         if adhoc:
@@ -72,7 +75,7 @@ class SpeechCache:
         if bypass:
             return "BYPASS", None
         asked = replace(request, seed=client_seed)
-        return "MISS", cache_key(backend_fingerprint(backend), asked, voice_print())
+        return "MISS", cache_key(backend_fingerprint(backend, lexicon), asked, voice_print())
 
     async def lookup(self, job: SpeechJob) -> None:
         """Look the job up (off the event loop); a hit makes it HIT and holds the audio."""

@@ -1,7 +1,9 @@
-"""Turns a validated speech request into encoded audio: shapes the back end's request, takes an
-admission slot, drives the back end's chunks through the OutputPipeline off the event loop, and
-counts what it produced. Routes stay thin; everything a speech route does happens here (the job
-itself is `job`, cache rules `caching`, audio shaping `output`, disconnects `disconnect`)."""
+"""Turns a validated speech request into encoded audio: decides its plan once (the back end's request,
+its text prepared into checked pieces by the text step, `TextPipeline`), takes an admission slot,
+speaks the plan's pieces on the back end through the text step, drives the chunks through the
+OutputPipeline off the event loop, and counts what it produced. Routes stay thin; everything a speech
+route does happens here (the job itself is `job`, cache rules `caching`, audio shaping `output`,
+disconnects `disconnect`)."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from polyvox.backends.base import (
     SynthesisRequest,
 )
 from polyvox.backends.errors import AudioLost
+from polyvox.backends.text_pipeline import TextPipeline
 from polyvox.cache import AudioStore
 from polyvox.runtime.logs import request_id_var
 from polyvox.server import access_log, tracing
@@ -74,6 +77,7 @@ class SpeechService:
     def __init__(
         self,
         backend: Backend,
+        text: TextPipeline,
         settings: Settings,
         metrics: Metrics,
         voice_registry: VoiceRegistry,
@@ -82,10 +86,12 @@ class SpeechService:
         engine_served: Callable[[], bool] = lambda: False,
         cold_start: ColdStart | None = None,
     ):
-        """`cache_store`: where the audio cache lives (`open_cache` on disk, or Redis' with `state_url`);
-        None when caching is off. `engine_served`: whether the back end has started and served (then one
-        not ready is restarting, and a request waits for it)."""
+        """`backend`: the model back end, spoken on; `text`: the text step that prepares each request's pieces
+        for its plan and speaks them on `backend`. `cache_store`: where the audio cache lives (`open_cache` on
+        disk, or Redis' with `state_url`); None when caching is off. `engine_served`: whether the back end has
+        started and served (then one not ready is restarting, and a request waits for it)."""
         self.backend = backend
+        self.text = text
         self.engine_served = engine_served
         self.cold_start = cold_start  # idle_unload_s / load_on_demand: a cold back end loads for a request
         self.settings = settings
@@ -214,13 +220,14 @@ class SpeechService:
             timeline=Timeline(scale=1.0 / pipeline_speed) if granularities else None,
         )
         request_id_var.set(request.request_id)  # every log line this request causes names it
-        # Checked once, as it will be spoken (through the text front end: its pieces), off the event loop.
+        # The text step prepares the plan's pieces, each checked once by the back end, off the event loop.
         with tracing.span("text_frontend"):
-            request = await anyio.to_thread.run_sync(self.backend.checked, request)
+            request = await anyio.to_thread.run_sync(self.text.checked, self.backend, request)
         cache_status, cache_key = self.cache.assign(
             request,
             body.seed,
             self.backend,
+            self.text.lexicon,
             adhoc=reference is not None,
             bypass=no_cache or not body.cache,
             voice_print=lambda: voice.voice_prompt_hash if voice is not None else None,
@@ -351,7 +358,7 @@ class SpeechService:
         if job.cached is not None:
             chunks = cached_chunks(job.cached)
         else:
-            chunks = self.backend.generate(plan.request)
+            chunks = self.text.generate(self.backend, plan.request)
             self.metrics.input_chars.inc(len(plan.request.text))
         keep: list[np.ndarray] | None = [] if job.cache_status == "MISS" else None
         spans = tracing.AudioSpans(from_engine=job.cached is None)  # otel_traces
