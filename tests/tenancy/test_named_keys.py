@@ -21,6 +21,8 @@ from helpers.server import running_server
 from helpers.waiting import wait_until
 from polyvox.backends.fake import FakeBackend
 from polyvox.server.app import create_app
+from polyvox.server.tenancy.key_store import FileKeyStore
+from polyvox.server.tenancy.keys import KeyLimits, new_key
 from polyvox.settings import Settings
 
 ADMIN = "settings-admin-key"
@@ -66,6 +68,18 @@ def test_a_made_key_speaks_through_either_server_and_its_secret_is_shown_once(se
     assert "key" not in mine and mine["last_used_at"] is not None
     stored = (voices / "keys.json").read_text()
     assert made["key"] not in stored  # only its SHA-256
+
+
+def test_a_key_made_elsewhere_works_at_once_on_a_server_that_has_just_looked(servers) -> None:
+    """A server has just read its key table (a request with a key it did not know made it look); a
+    key is then made in the store they share (as `polyvox keys create` makes one, a few milliseconds):
+    that server's first request with it is served, not refused because its last look was recent."""
+    voices, _, second = servers
+    for n in range(5):  # each time within a moment of the look, which a fixed pause would have waited out
+        assert refused(second, "sk-polyvox-not-a-key-anyone-made")  # the second server has just looked
+        secret, key = new_key(f"team-at-once-{n}", None, KeyLimits())
+        FileKeyStore(voices).add(key)
+        assert speak(second, secret)[:4] == b"RIFF"
 
 
 def refused(url: str, key: str) -> bool:

@@ -2,8 +2,9 @@
 and whether this server requires keys at all (`required`).
 
 It is read again from the store when it is older than `FRESH_S` (a revoked key is refused by every API
-process and replica within that time), and at once when a request brings a key it does not know (a key
-just made elsewhere works at once), at most every `MISS_REREAD_S`. Last-used times are kept here and
+process and replica within that time), and whenever a request brings a key it does not know, so a key
+just made elsewhere works at once: each such request costs a look at the store's version (one stat, one
+Redis GET), and the table is read whole only when that changed. Last-used times are kept here and
 written to the store at most every `TOUCH_EVERY_S`.
 
 `required` is decided as the server starts and only ever turns on: a server that requires keys never
@@ -26,7 +27,6 @@ from polyvox.server.tenancy.keys import ApiKey, KeySnapshot
 log = logging.getLogger(__name__)
 
 FRESH_S = 0.5
-MISS_REREAD_S = 0.1
 TOUCH_EVERY_S = 60.0
 
 
@@ -78,8 +78,8 @@ class KeyTable:
         """The named key with this digest, as the store holds it now (within FRESH_S)."""
         await self.refresh(FRESH_S)
         key = self._by_digest.get(digest)
-        if key is None:
-            await self.refresh(MISS_REREAD_S)
+        if key is None:  # made elsewhere since the last look? (a version check unless it changed)
+            await self.refresh()
             key = self._by_digest.get(digest)
         if key is not None:
             self._used[key.id] = int(time.time())
