@@ -28,6 +28,7 @@ SENTENCES = [
 OFFSET_BOUND_S = 0.10
 MEDIAN_BOUND_S = 0.03
 WORST_BOUND_S = 0.15
+THREAD_BOUND_S = 0.03  # three of pocketsphinx's frames (see the thread test)
 
 
 @functools.cache
@@ -135,10 +136,19 @@ def test_odd_audio_gives_ordered_spans_within_it(audio):
 
 
 def test_alignments_from_several_threads_at_once_match_one_at_a_time():
+    """Each thread with an aligner of its own, three rounds. Pocketsphinx itself is not bit-exact off the
+    main thread: a word's bound now and then moves by a frame or two (10 to 20 ms, in about a third of
+    the processes measured, with or without alignments one at a time), so the spans are compared
+    within `THREAD_BOUND_S`; a decoder shared unsafely moves words by their neighbours' length."""
     jobs = [(*speak(text)[:2], text.split()) for text in SENTENCES]
     alone = [sphinx().align(*job) for job in jobs]
 
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        together = list(pool.map(lambda job: sphinx().align(*job), jobs))
-
-    assert together == alone
+    for _ in range(3):
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            together = list(pool.map(lambda job: sphinx().align(*job), jobs))
+        for spans, expected in zip(together, alone, strict=True):
+            assert len(spans) == len(expected)
+            for span, want in zip(spans, expected, strict=True):
+                assert span.approximate == want.approximate
+                assert abs(span.start - want.start) <= THREAD_BOUND_S, (span, want)
+                assert abs(span.end - want.end) <= THREAD_BOUND_S, (span, want)
