@@ -11,10 +11,15 @@ class BackendOverloaded(BackendError):
     """The back end cannot take more work now (429)."""
 
 
+class PieceLost(BackendError):
+    """The back end lost a request before any of its audio had come back (the engine process holding it
+    died, or was down as it was sent): it may be sent again as it is (`rerun.sent`)."""
+
+
 class AudioLost(BackendError):
     """The back end lost a request after some of its audio had come back (the engine process serving it
     died). A caller that has passed none of that audio on may run the request again from its start,
-    with its seed; otherwise a 500, as any BackendError."""
+    with its seed (`rerun.opened`); otherwise a 500, as any BackendError."""
 
 
 class BackendInputError(ValueError):

@@ -5,7 +5,9 @@ request)` prepares the request's text into pieces and has the back end check eac
 puts the result in the request's plan (`SpeechPlan`), which the rest of the path only reads.
 `generate(backend, request)` speaks those very pieces on the back end, in order, pipelined, and joined
 without clicks. A text step without a front end speaks the text as written, in one piece, straight on
-the back end (a back end handed to `create_app` without a text step is served so).
+the back end (a back end handed to `create_app` without a text step is served so). Every piece goes
+to the back end through `rerun.sent`: one the back end lost before any of its audio came back is sent
+again.
 
 While piece n streams to the client, pieces n+1 … n+`lookahead` are already generating: each runs
 in its own task that pulls the back end's chunks into a queue. Chunks are yielded strictly in
@@ -42,6 +44,7 @@ from polyvox.backends.base import AudioStream, Backend, SynthesisRequest
 from polyvox.backends.errors import EmptyInput
 from polyvox.backends.fair_queue import Listener
 from polyvox.backends.piece_timing import PieceTimer
+from polyvox.backends.rerun import sent
 from polyvox.text.frontend import TextFrontend
 from polyvox.text.lexicon import Lexicon
 
@@ -104,9 +107,10 @@ class TextPipeline:
     def generate(self, backend: Backend, request: SynthesisRequest) -> PieceStream | AudioStream:
         """The request's audio on `backend` as float32 chunks; the returned stream also reports its
         pieces for usage. A request without a seed (never the server's: it fixes one as it prepares a
-        request) gets one here, for all its pieces. Without a front end: the back end's own stream."""
+        request) gets one here, for all its pieces. Without a front end: the back end's own stream
+        (through `rerun.sent`)."""
         if self.frontend is None:
-            return backend.generate(request)
+            return sent(backend, request)
         if request.seed is None:
             request = replace(request, seed=random.getrandbits(31))
         return PieceStream(self, backend, request)
@@ -201,7 +205,7 @@ async def _pull(backend: Backend, request: SynthesisRequest, queue: asyncio.Queu
     """Move one piece's chunks from the back end into `queue`, then `_DONE` or a `_Failure`."""
     chunks: AudioStream | None = None
     try:
-        chunks = backend.generate(request)
+        chunks = sent(backend, request)
         async for chunk in chunks:
             queue.put_nowait(chunk)
     except Exception as exc:

@@ -35,7 +35,13 @@ from polyvox.backends.base import (
     ReferenceAudio,
     SynthesisRequest,
 )
-from polyvox.backends.errors import AudioLost, BackendError, BackendInputError, BackendOverloaded
+from polyvox.backends.errors import (
+    AudioLost,
+    BackendError,
+    BackendInputError,
+    BackendOverloaded,
+    PieceLost,
+)
 from polyvox.core.async_core import AsyncEngineCore
 from polyvox.core.config import BatchingConfig
 from polyvox.core.errors import EngineError, EngineInputError, EngineOverloaded
@@ -43,7 +49,7 @@ from polyvox.core.stats import BatchingStats
 from polyvox.engine.adapters import AdapterOptions
 from polyvox.engine.contract import Engine
 from polyvox.engine.in_thread import InThreadEngine
-from polyvox.engine.link import LostMidAudio
+from polyvox.engine.link import EngineDied, LostMidAudio
 from polyvox.engine.options import WorkerOptions
 from polyvox.engine.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE, SHORTEST_INPUT
 from polyvox.engine.request import EngineReference, EngineRequest
@@ -377,6 +383,8 @@ def api_errors() -> Iterator[None]:
         raise BackendOverloaded(str(exc)) from exc
     except LostMidAudio as exc:
         raise AudioLost(str(exc)) from exc
+    except EngineDied as exc:  # before any of the request's audio came back
+        raise PieceLost(str(exc)) from exc
     except EngineError as exc:
         raise BackendError(str(exc)) from exc
 

@@ -1,9 +1,10 @@
-"""`EngineClient`: the side of one engine process (one data-parallel rank) that owns it: the API server,
-or the launcher in front of several API processes. It spawns the process, talks to it over a ZeroMQ
-DEALER socket (an `MPClient`), and watches it: when it dies, it is marked down at once (no request is
-routed to it), the requests it held end with `EngineDied` (the `DataParallelEngine` sends those with no
-audio yet to a live rank), and it is started again with a growing pause between failed tries. One that
-hangs holding requests is killed (`hang_timeout_s`, see `MPClient`), and so restarted.
+"""`EngineClient`: the side of one engine process (one data-parallel rank) that owns it: the API server, or
+the launcher in front of several API processes. It spawns the process, talks to it over a ZeroMQ DEALER
+socket (an `MPClient`), and watches it: when it dies, it is marked down at once (no request is routed to
+it), the requests it held end with `EngineDied` (those with no audio yet are sent again to a live rank, by
+the server's rerun policy, `backends/rerun.py`), and it is started again with a growing pause between
+failed tries. One that hangs holding requests is killed (`hang_timeout_s`, see `MPClient`), and so
+restarted.
 """
 
 from __future__ import annotations

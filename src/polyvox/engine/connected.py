@@ -1,13 +1,14 @@
 """`ConnectedEngineClient`: an API process's side of an engine process that the launcher owns
 (`api_server_count` > 1). It only connects; what the engine does it learns from the socket itself:
-connected, it says hello and waits for the handshake; disconnected (the process died), it ends the
-requests it had there with `EngineDied` (the `DataParallelEngine` sends those with no audio yet to a live
-rank) and waits for the launcher's restarted engine to take the socket again, on a fresh connection so
-nothing queued for the dead one reaches the new one. One that hangs holding requests of this process is
-killed (`hang_timeout_s`, see `MPClient`): the launcher restarts it as any that died.
+connected, it says hello and waits for the handshake; disconnected (the process died), it ends the requests
+it had there with `EngineDied` (those with no audio yet are sent again to a live rank, by the server's
+rerun policy, `backends/rerun.py`) and waits for the launcher's restarted engine to take the socket again,
+on a fresh connection so nothing queued for the dead one reaches the new one. One that hangs holding
+requests of this process is killed (`hang_timeout_s`, see `MPClient`): the launcher restarts it as any that
+died.
 
-Its load is the engine's own count (what every API process sent it) plus what this process sent since
-the engine last reported, so each API process routes on the loads all of them make."""
+Its load is the engine's own count (what every API process sent it) plus what this process sent since the
+engine last reported, so each API process routes on the loads all of them make."""
 
 from __future__ import annotations
 

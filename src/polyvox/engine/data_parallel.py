@@ -1,13 +1,11 @@
 """`DataParallelEngine`: one engine process per data-parallel rank (device) behind one API server, each
 request routed by the `Router` to a rank that is up. A rank that dies is restarted by its `EngineClient`
 while the others serve (their processes and counters untouched); the engine is ready while any rank is
-up. Of the requests the dead rank held, those none of whose audio had come back (waiting in its queue,
-being prefilled, or sent as it died) are sent again, the same request with the same sampling seed (fixed
-as the request was made: `EngineRequest`), to a live rank, or, with none up, to the first that comes
-back (the server's deadline bounds the wait); a request is sent at most `MAX_SENDS` times, so an input
-that kills every rank it reaches stops there. Those that had audio end with `LostMidAudio`: a stream's
-client has some of it, so it is cut; a whole file not yet sent is run again from its start by the
-server.
+up. The requests the dead rank held end with how they were lost: `EngineDied` for those none of whose
+audio had come back (waiting in its queue, being prefilled, or sent as it died), counted per rank as
+rerouted, `LostMidAudio` for those that had audio. The engine sends nothing again itself: the one policy
+that does is `backends/rerun.py` (the same request, its seed kept, to a live rank, or, with none up, to
+the first that comes back, within the server's deadline).
 
 With `connect=True` (an API process behind `api_server_count`), the ranks are processes the launcher
 owns and restarts, at `socket_dir`: each is a `ConnectedEngineClient`, routed on the loads every API
@@ -16,7 +14,6 @@ process puts on it."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import shutil
 import tempfile
 from collections.abc import AsyncGenerator
@@ -35,10 +32,6 @@ from polyvox.engine.router import NoRankUp, Router
 from polyvox.engine.stats import EngineRank, PromptCacheStats
 from polyvox.runtime.logs import LogFormat
 from polyvox.runtime.ready_signal import ReadySignal
-
-log = logging.getLogger(__name__)
-
-MAX_SENDS = 3  # a request's first send and two more, each after the rank holding it died
 
 
 class DataParallelEngine:
@@ -154,26 +147,24 @@ class DataParallelEngine:
         return list(await asyncio.gather(*(c.control(method, **args) for c in self.clients)))
 
     async def generate(self, request: EngineRequest) -> AsyncGenerator[np.ndarray, None]:
-        sends = 0
-        while True:
-            rank, client = await self._route(request)
-            sends += 1
-            outputs = client.generate(request)
-            audio = False
-            try:
-                async for chunk in outputs:
-                    audio = True
-                    yield chunk
-                return
-            except EngineDied as exc:
-                if audio:
-                    raise LostMidAudio(str(exc)) from exc
-                if sends >= MAX_SENDS:
-                    raise
-                self.router.rerouted_from(rank, exc.reason)
-                log.info("request %s (piece %s) sent again: %s", request.request_id, request.piece, exc)
-            finally:
-                await outputs.aclose()
+        """The request's audio from a rank that is up (with none, from the first that comes back). A
+        rank that goes away holding it ends it with `EngineDied` when none of its audio had come back
+        (counted as rerouted: the layer above sends it again, `backends/rerun.py`), else with
+        `LostMidAudio`."""
+        rank, client = await self._route(request)
+        outputs = client.generate(request)
+        audio = False
+        try:
+            async for chunk in outputs:
+                audio = True
+                yield chunk
+        except EngineDied as exc:
+            if audio:
+                raise LostMidAudio(str(exc)) from exc
+            self.router.rerouted_from(rank, exc.reason)
+            raise
+        finally:
+            await outputs.aclose()
 
     async def _route(self, request: EngineRequest) -> tuple[int, EngineClient | ConnectedEngineClient]:
         """A rank that is up for `request`, and its client; with none up, the first that comes back."""

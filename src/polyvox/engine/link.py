@@ -38,12 +38,12 @@ log = logging.getLogger(__name__)
 class EngineDied(EngineError):
     """The engine process serving the request died (killed, out of memory, a device error)."""
 
-    reason = "rank_died"  # why a request that had no audio yet was sent again (a metric's label)
+    reason = "rank_died"  # why a request that had no audio yet was lost, to be sent again (a metric's label)
 
 
 class LostMidAudio(EngineDied):
-    """The rank serving the request died after some of its audio had come back. It is not sent again by
-    the engine: only its caller knows whether that audio went on (a stream's client has it) or can be
+    """The rank serving the request died after some of its audio had come back. It is not sent again as
+    it is: only its caller knows whether that audio went on (a stream's client has it) or can be
     thrown away and the request run again from its start, with its seed (a whole file not yet sent)."""
 
 

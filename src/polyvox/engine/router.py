@@ -6,8 +6,8 @@ A long input's later pieces go where its first piece went, while that rank is up
 prompt and follow one another, and pieces that moved between ranks with the loads would split one
 stream's fate (a rank that dies mid-stream) over both.
 How often affinity decided is counted (for each request, not each piece), so the prefix-cache hit
-rate it buys can be measured, and how often a request had to be sent again because the rank it was sent
-to died before it had any audio (`rerouted`, by the rank it left and why); with several API processes on
+rate it buys can be measured, and how often a request was lost, to be sent again, because the rank it was
+sent to died before it had any audio (`rerouted`, by the rank it left and why); with several API processes on
 one port (each routing its own requests) also in prometheus_client's shared files, so `/metrics` can sum
 the counts of all."""
 
@@ -33,8 +33,9 @@ ROUTED_REQUESTS_HELP = (
 )
 REROUTED_REQUESTS = "polyvox_engine_rerouted_requests"
 REROUTED_REQUESTS_HELP = (
-    "Engine requests (a whole input, or one piece of a long one) sent again to a live rank because the "
-    "rank they were on went away before any of their audio came back, by that rank and why: rank_died "
+    "Engine requests (a whole input, or one piece of a long one) lost because the rank they were on went "
+    "away before any of their audio came back, each sent again to a live rank up to its third send, by "
+    "that rank and why: rank_died "
     "(it died holding them) or send_failed (it was found gone as they were sent)."
 )
 REROUTE_REASONS = ("rank_died", "send_failed")
@@ -105,8 +106,8 @@ class Router:
         return choice
 
     def rerouted_from(self, rank: int, reason: str) -> None:
-        """A request that had no audio yet left `rank` (`reason`: one of REROUTE_REASONS) to be sent
-        again; where it goes next is routed, and counted, as any request."""
+        """A request that had no audio yet was lost with `rank` (`reason`: one of REROUTE_REASONS), to be
+        sent again (`backends/rerun.py`); where it goes next is routed, and counted, as any request."""
         self.rerouted[rank][reason] += 1
         if self._shared_reroutes is not None:
             self._shared_reroutes.labels(rank=str(rank), reason=reason).inc()

@@ -5,6 +5,7 @@ voices created from a text prompt are both made this way, so each sounds the sam
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
 import anyio
@@ -14,11 +15,10 @@ from polyvox.audio.decode import decode_audio
 from polyvox.audio.encode import encode_audio
 from polyvox.backends.base import Backend, ReferenceAudio, SynthesisRequest
 from polyvox.backends.errors import AudioLost
+from polyvox.backends.rerun import opened, sent
 from polyvox.voices.clips import content_hash
 
 log = logging.getLogger(__name__)
-
-FREEZE_RUNS = 2  # a freeze whose engine process died under it after some of its audio runs once more
 
 
 @dataclass(frozen=True)
@@ -65,16 +65,19 @@ async def freeze_design(design: VoiceDesign, backend: Backend, max_patches: int)
 
 
 async def _clip(backend: Backend, request: SynthesisRequest) -> list[np.ndarray]:
-    """The request's audio, whole; generated again from its start (the same seed: the same clip) if the
-    back end lost part of it (`AudioLost`), since nothing of it was used yet."""
-    for run in range(1, FREEZE_RUNS + 1):
-        try:
-            return [np.asarray(chunk, np.float32).reshape(-1) async for chunk in backend.generate(request)]
-        except AudioLost as exc:
-            if run == FREEZE_RUNS:
-                raise
-            log.warning("voice %s: its freeze runs again from its start: %s", request.voice, exc)
-    raise AssertionError("unreachable")
+    """The request's audio, whole, its piece sent through `rerun.sent`; generated again from its start
+    (the same seed: the same clip) if the back end lost part of it, since nothing of it was used yet
+    (`rerun.opened` decides)."""
+
+    async def whole() -> AsyncGenerator[list[np.ndarray], None]:
+        yield [np.asarray(chunk, np.float32).reshape(-1) async for chunk in sent(backend, request)]
+
+    def again(loss: AudioLost) -> None:
+        log.warning("voice %s: its freeze runs again from its start: %s", request.voice, loss)
+
+    clip, rest = await opened(whole, again)
+    await rest.aclose()
+    return clip or []
 
 
 def reference_of(frozen: FrozenPrompt, rate: int) -> ReferenceAudio:

@@ -35,6 +35,7 @@ from polyvox.backends.base import (
     SynthesisRequest,
 )
 from polyvox.backends.errors import AudioLost
+from polyvox.backends.rerun import opened
 from polyvox.backends.text_pipeline import TextPipeline
 from polyvox.cache import AudioStore
 from polyvox.runtime.logs import request_id_var
@@ -64,11 +65,6 @@ log = logging.getLogger(__name__)
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 T = TypeVar("T")
-
-# An answer's runs at most, while none of it has reached its client: its first, and one more after an
-# engine process died under it holding some of its audio (two deaths in one answer are rare; an input
-# that kills every engine process it reaches stops there).
-ANSWER_RUNS = 2
 
 
 class SpeechService:
@@ -421,25 +417,16 @@ class SpeechService:
         b"" and a spent generator when it made none.
 
         Until its first bytes nothing of the answer has reached its client, so one whose audio the
-        back end lost part of before then (`AudioLost`: the engine process serving a piece died after
-        some of that piece's audio had come back) is run again from its start, within its deadline and
-        with its seed (fixed as it was prepared), so it is the same answer; up to
-        `ANSWER_RUNS` runs. After its first bytes a loss fails the stream, as any back-end error."""
-        for run in range(1, ANSWER_RUNS + 1):
-            pieces = self.audio(job)
-            try:
-                return await anext(pieces, b""), pieces
-            except AudioLost as exc:
-                await pieces.aclose()
-                if run == ANSWER_RUNS:
-                    raise
-                log.warning("speech %s run again from its start: %s", job.plan.request.request_id, exc)
-                self.metrics.answers_run_again.inc()
-                job.audio_seconds = 0.0
-            except BaseException:
-                await pieces.aclose()
-                raise
-        raise AssertionError("unreachable")
+        back end lost part of before then is run again from its start, within its deadline and with its
+        seed (fixed as it was prepared), so it is the same answer (`rerun.opened` decides)."""
+
+        def again(loss: AudioLost) -> None:
+            log.warning("speech %s run again from its start: %s", job.plan.request.request_id, loss)
+            self.metrics.answers_run_again.inc()
+            job.audio_seconds = 0.0
+
+        first, rest = await opened(lambda: self.audio(job), again)
+        return first or b"", rest
 
     async def whole(self, job: SpeechJob) -> bytes:
         """The complete file of a job not streamed: its header made exact by the muxer once the audio
