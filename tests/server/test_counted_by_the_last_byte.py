@@ -49,3 +49,43 @@ def test_a_request_is_counted_by_the_time_its_last_chunk_reaches_the_client(midd
     asyncio.run(app(scope, receive, client))
     assert counted_when_delivered == [1.0]
     assert requests_counted(metrics, name) == 1.0  # once, not again as the app returned
+
+
+@pytest.mark.parametrize("spec_version", ["2.3", "2.4"])  # Starlette streams these two ways
+def test_a_streamed_answer_is_released_and_its_usage_recorded_by_the_time_its_last_chunk_goes_out(
+    spec_version: str,
+) -> None:
+    """The speech routes release a streamed request and record the key's usage in the response's
+    `on_close`; it used to run after the chunked transfer's end, so a client that had the whole answer and
+    read its usage at once could miss the request (a test of two API processes did, under load)."""
+    from polyvox.server.speech.streaming import SpeechStreamResponse
+
+    done: list[str] = []
+    seen_at_the_end: list[list[str]] = []
+
+    async def content():
+        yield b"first"
+        yield b"last"
+
+    async def on_close() -> None:
+        await asyncio.sleep(0.05)  # a usage store's write
+        done.append("recorded")
+
+    async def client(message) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            seen_at_the_end.append(list(done))
+
+    async def receive():
+        await asyncio.Event().wait()  # the client stays connected
+
+    response = SpeechStreamResponse(content(), on_close=on_close, media_type="audio/mpeg")
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/audio/speech",
+        "headers": [],
+        "asgi": {"spec_version": "2.4"},
+    }
+    asyncio.run(response(scope, receive, client))
+    assert seen_at_the_end == [["recorded"]]
+    assert done == ["recorded"]  # once, not again as the response returned

@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.responses import StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.server.errors import APIError, DeadlineExceeded, error_body, from_backend_error
@@ -55,7 +55,10 @@ def quiet_cut_streams() -> None:
 
 
 class SpeechStreamResponse(StreamingResponse):
-    """A StreamingResponse whose `on_close` runs exactly once: on completion, error or disconnect."""
+    """A StreamingResponse whose `on_close` runs exactly once: on completion, error or disconnect. A
+    finished answer runs it before its last message goes out (the chunked transfer's end), so a client
+    that has the whole answer finds its request released and its usage recorded; a clean-up that fails
+    then is logged, and the client still gets its answer's end."""
 
     def __init__(
         self, content: AsyncGenerator[bytes, None], on_close: Callable[[], Awaitable[None]], **kwargs: Any
@@ -63,19 +66,33 @@ class SpeechStreamResponse(StreamingResponse):
         super().__init__(content, **kwargs)
         self._content = content
         self._on_close = on_close
+        self._closed = False
+
+    async def _close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            try:
+                await self._content.aclose()
+            finally:
+                await self._on_close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                try:
+                    await self._close()
+                except Exception:
+                    log.exception("the clean-up of a finished answer failed")
+            await send(message)
+
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, sending)
         except StreamCut:
             # Returning with the response unfinished makes the server close the connection without
             # the final chunk; raising would log a traceback for an outcome already answered.
             _cut_on_purpose.set(True)
         finally:
-            try:
-                await self._content.aclose()
-            finally:
-                await self._on_close()
+            await self._close()
 
 
 def _ended_early(exc: Exception, job: SpeechJob, metrics: Metrics) -> APIError:
