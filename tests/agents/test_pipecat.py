@@ -25,7 +25,7 @@ from pipecat.services.elevenlabs.tts import ElevenLabsHttpTTSService, ElevenLabs
 from pipecat.workers.runner import WorkerRunner
 
 from agents.conftest import VOICE
-from helpers.asr import transcribe, word_error_rate
+from helpers.asr import HEARD_WER, transcribe, word_error_rate
 
 # Importing pipecat replaces asyncio.wait_for with wait_for2's for the whole process on Python < 3.12,
 # which changes how a cancelled wait ends for every test after it (collection imports this module
@@ -87,7 +87,7 @@ def _check(frames) -> None:
     samples = np.frombuffer(audio, dtype=np.int16).astype(np.float32) / 32768
     seconds = samples.size / RATE
     assert len(TEXT) / 30 < seconds < len(TEXT) / 5
-    assert word_error_rate(HEARD, transcribe(samples, RATE)) <= 0.25
+    assert word_error_rate(HEARD, transcribe(samples, RATE)) <= HEARD_WER
     words = [f for f in frames if isinstance(f, TTSTextFrame)]
     assert [w.text for w in words] == TEXT.split(), "a word frame per word: are word timings wired?"
     times = [(w.pts - words[0].pts) / 1e9 for w in words]  # Pipecat's clock starts where it likes
