@@ -112,11 +112,17 @@ def server(shared) -> tuple[str, Forced]:
     return url, backend
 
 
-def poll_until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
+def poll_until(
+    condition: Callable[[], bool],
+    what: str,
+    timeout_s: float = 60.0,
+    seen: Callable[[], object] | None = None,
+) -> None:
+    """Wait for `condition`; past `timeout_s`, fail naming `what` and, given `seen`, what it last read."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what}")
+            raise AssertionError(f"never happened: {what}" + (f"; last seen: {seen()}" if seen else ""))
         time.sleep(0.01)
 
 

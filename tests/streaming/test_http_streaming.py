@@ -231,7 +231,8 @@ def test_a_client_leaving_mid_stream_cancels_its_generation_and_frees_its_kv_blo
         next(response.iter_raw())
         # the engine's counters are read from this thread while its step loop runs: wait for a reading
         # that shows the request held (its 300 patches take far longer than that)
-        poll_until(lambda: stats().running == 1 and stats().kv_blocks_used > 0, "the engine holds it")
+        held = lambda: stats().running == 1 and stats().kv_blocks_used > 0  # noqa: E731
+        poll_until(held, "the engine holds it", seen=stats)
     poll_until(lambda: stats().running == 0 and stats().waiting == 0, "the request leaves the engine")
     assert stats().kv_blocks_used == 0
     assert stats().patches - before < 300 // 2  # cut short, not run to its end

@@ -107,12 +107,12 @@ class TextPipeline:
     def generate(self, backend: Backend, request: SynthesisRequest) -> PieceStream | AudioStream:
         """The request's audio on `backend` as float32 chunks; the returned stream also reports its
         pieces for usage. A request without a seed (never the server's: it fixes one as it prepares a
-        request) gets one here, for all its pieces. Without a front end: the back end's own stream
-        (through `rerun.sent`)."""
-        if self.frontend is None:
-            return sent(backend, request)
+        request) gets one here, for all its pieces and any piece sent again. Without a front end: the
+        back end's own stream (through `rerun.sent`)."""
         if request.seed is None:
             request = replace(request, seed=random.getrandbits(31))
+        if self.frontend is None:
+            return sent(backend, request)
         return PieceStream(self, backend, request)
 
     def _piece_request(self, request: SynthesisRequest, piece: str, index: int) -> SynthesisRequest:

@@ -42,10 +42,9 @@ class EngineRequest(msgspec.Struct, frozen=True):
     piece: int | None = None
 
     def __post_init__(self) -> None:
-        # The server always sends a seed (fixed once per speech request, as it is prepared). A direct
-        # user of the engine (a bench script, a test, `polyvox say` without one) may leave it out: the
-        # engine's one draw is here, as the request is made, so that the request a data-parallel
-        # engine sends again to another rank is the same request, with the same seed.
+        # The server always sends a seed (fixed once per speech request, as it is prepared, and kept
+        # when a piece is sent again: `backends/rerun.py`). A direct user of the engine (a bench script,
+        # a test) may leave it out: the engine's one draw is here, as the request is made.
         if self.seed is None:
             msgspec.structs.force_setattr(self, "seed", random.getrandbits(31))
 
