@@ -65,7 +65,9 @@ serve: $(if $(call arg,MODEL),$(VENV)/.installed-voxcpm,$(VENV)/.installed)
 # The tests run side by side in TEST_WORKERS processes (pytest-xdist; a test file stays in one worker, so
 # its module-scoped servers start once): one at a time the suite keeps one core busy, waiting the rest (for a
 # server, a process, a socket), so two workers on a 2-core machine like CI's took about 60 % of its wall
-# time, measured side by side on one machine (BENCHMARKS.md).
+# time, measured side by side on one machine (BENCHMARKS.md). The files go out heaviest kind first
+# (tests/conftest.py: clusters, browsers, processes..., unit tests last), not xdist's default of the files
+# with the most tests first, which left the one-test files that start processes for the end.
 TEST_WORKERS ?= 2
 # Python's bytecode cache on for the tests even where the environment turns it off (PYTHONDONTWRITEBYTECODE):
 # the suite starts hundreds of Python processes (`polyvox serve`, engine processes, the CLI), and without it
@@ -76,12 +78,12 @@ test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy src
 	$(VENV)/bin/lint-imports
-	$(TEST_ENV) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(TEST_ENV) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The daily loop: the tests of kind `unit` and `server` (no subprocess, no browser; the kinds: markers in
 # pyproject.toml), side by side on all the machine's cores; `make test` runs every kind.
 test-fast: $(VENV)/.installed-test
-	$(TEST_ENV) $(PY) -m pytest -q -m "unit or server" -n auto --dist loadfile
+	$(TEST_ENV) $(PY) -m pytest -q -m "unit or server" -n auto --dist loadfile --no-loadscope-reorder
 
 # The type checker over src/ (its settings: [tool.mypy] in pyproject.toml); `make test` runs it too.
 typecheck: $(VENV)/.installed-test

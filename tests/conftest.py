@@ -9,7 +9,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from helpers.kinds import mark_kinds
+from helpers.kinds import heaviest_files_first, mark_kinds
 from helpers.server import running_server
 from helpers.ssl_context import share_one_ssl_context
 from polyvox.backends.base import Backend
@@ -59,5 +59,7 @@ def embedded_url() -> Iterator[str]:
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks given here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test gets its kind (`unit`, `server`, `process`, ...: tests/helpers/kinds.py)."""
+    """Every test gets its kind (`unit`, `server`, `process`, ...: tests/helpers/kinds.py), and the files
+    run heaviest kind first."""
     mark_kinds(items)
+    heaviest_files_first(items)

@@ -145,3 +145,17 @@ def mark_kinds(items: Iterable[pytest.Item]) -> None:
     for item in items:
         if not any(mark.name in KINDS for mark in item.iter_markers()):
             item.add_marker(kind_of(item))
+
+
+def heaviest_files_first(items: list[pytest.Item]) -> None:
+    """Order the files by their heaviest kind (`PRECEDENCE`: clusters, browsers, then processes...,
+    unit tests last), keeping each file's tests and files of one kind in their order. `make test` hands
+    whole files to its workers in this order, so the small unit files fill the end of the run instead of
+    one worker finishing a long browser or cluster file while the other waits."""
+    rank = {kind: len(PRECEDENCE) - index for index, kind in enumerate(PRECEDENCE)}
+    heaviest: dict[Path, int] = {}
+    for item in items:
+        kinds = [mark.name for mark in item.iter_markers() if mark.name in rank]
+        weight = max((rank[kind] for kind in kinds), default=0)
+        heaviest[item.path] = max(heaviest.get(item.path, 0), weight)
+    items.sort(key=lambda item: -heaviest[item.path])
