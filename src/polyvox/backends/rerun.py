@@ -35,19 +35,16 @@ ANSWER_RUNS = 2
 
 async def sent(backend: Backend, request: SynthesisRequest) -> AsyncGenerator[np.ndarray, None]:
     """The piece's chunks from `backend`, the piece sent again (the same request) each time the back end
-    lost it before any of its audio came back, up to `PIECE_SENDS` sends. A loss after some audio ends
-    the piece with `AudioLost`, for `opened` to decide."""
+    lost it before any of its audio came back, up to `PIECE_SENDS` sends. Which loss it was is the back
+    end's to say (`PieceLost` only before any audio); a loss after some audio ends the piece with
+    `AudioLost`, for `opened` to decide."""
     for send in range(1, PIECE_SENDS + 1):
         chunks = backend.generate(request)
-        audio = False
         try:
             async for chunk in chunks:
-                audio = True
                 yield chunk
             return
         except PieceLost as exc:
-            if audio:  # a back end that lost a piece it had begun to return: not the same audio again
-                raise AudioLost(str(exc)) from exc
             if send == PIECE_SENDS:
                 raise
             log.info("request %s (piece %s) sent again: %s", request.request_id, request.piece, exc)
