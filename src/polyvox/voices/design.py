@@ -4,6 +4,7 @@ voices created from a text prompt are both made this way, so each sounds the sam
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
@@ -70,7 +71,8 @@ async def _clip(backend: Backend, request: SynthesisRequest) -> list[np.ndarray]
     (`rerun.opened` decides)."""
 
     async def whole() -> AsyncGenerator[list[np.ndarray], None]:
-        yield [np.asarray(chunk, np.float32).reshape(-1) async for chunk in sent(backend, request)]
+        async with contextlib.aclosing(sent(backend, request)) as chunks:
+            yield [np.asarray(chunk, np.float32).reshape(-1) async for chunk in chunks]
 
     def again(loss: AudioLost) -> None:
         log.warning("voice %s: its freeze runs again from its start: %s", request.voice, loss)
