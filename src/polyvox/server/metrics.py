@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from polyvox.audio.encode import open_encoders
 from polyvox.runtime.metrics_files import shared_metrics_dir
 from polyvox.server import access_log
+from polyvox.server.last_chunk import is_last_chunk
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 _TTFA_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -196,7 +197,7 @@ class MetricsMiddleware:
                 status = message["status"]
             elif message["type"] == "http.response.body":
                 sent += len(message.get("body", b""))
-                if not message.get("more_body", False) and not counted:
+                if is_last_chunk(message) and not counted:
                     count()
             await send(message)
 

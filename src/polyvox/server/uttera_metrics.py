@@ -14,6 +14,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from polyvox.runtime.metrics_files import shared_metrics_dir
+from polyvox.server.last_chunk import is_last_chunk
 from polyvox.server.metrics import Metrics
 from polyvox.settings import Settings
 
@@ -107,7 +108,7 @@ class UtteraRequestsMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-            elif message["type"] == "http.response.body" and not message.get("more_body") and not counted:
+            elif is_last_chunk(message) and not counted:
                 count()
             await send(message)
 

@@ -16,6 +16,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from polyvox.backends.errors import BackendError, BackendInputError
 from polyvox.server.errors import APIError, DeadlineExceeded, error_body, from_backend_error
+from polyvox.server.last_chunk import is_last_chunk
 from polyvox.server.metrics import Metrics
 from polyvox.server.protocol import SpeechAudioDelta, SpeechAudioDone
 from polyvox.server.speech.synthesis import SpeechJob
@@ -78,7 +79,7 @@ class SpeechStreamResponse(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def sending(message: Message) -> None:
-            if message["type"] == "http.response.body" and not message.get("more_body", False):
+            if is_last_chunk(message):
                 try:
                     await self._close()
                 except Exception:

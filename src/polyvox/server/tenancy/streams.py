@@ -13,6 +13,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from polyvox.server.errors import APIError, error_response
+from polyvox.server.last_chunk import is_last_chunk
 from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.limits import STREAM_RENEW_S, StreamLease
 from polyvox.server.tenancy.service import Tenancy
@@ -72,7 +73,7 @@ class _Stream:
 
     def sending(self, send: Send) -> Send:
         async def counted(message: Message) -> None:
-            if message["type"] == "http.response.body" and not message.get("more_body", False):
+            if is_last_chunk(message):
                 await self.close()  # before the last byte: the client's next request finds it free
             await send(message)
 
