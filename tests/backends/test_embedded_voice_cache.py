@@ -1,0 +1,77 @@
+"""The embedded voice's marked model (its phoneme lengths an output, for exact word times) is kept in the
+user's cache, so a later start needs no `onnx` package: checked against its pin before it is used, and
+never in the way when the cache is missing, wrong or cannot be written."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import sys
+
+import pytest
+
+from polyvox.backends.base import SynthesisRequest
+from polyvox.backends.embedded import EmbeddedBackend
+from polyvox.backends.embedded_voice import ALIGNED_SHA256
+
+SENTENCE = "The garden was quiet this morning."
+
+
+def timed_words(backend: EmbeddedBackend) -> list:
+    """The word spans the voice itself reports for SENTENCE (none: it could not time its words)."""
+
+    async def run() -> list:
+        await backend.start()
+        try:
+            request = SynthesisRequest(text=SENTENCE, spans=[])
+            audio = [chunk async for chunk in backend.generate(request)]
+            assert sum(chunk.size for chunk in audio) > backend.info.sample_rate  # it spoke
+            return request.spans
+        finally:
+            await backend.stop()
+
+    return asyncio.run(run())
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path / "polyvox" / "embedded-voice" / f"{ALIGNED_SHA256}.onnx"
+
+
+def without_onnx(monkeypatch) -> None:
+    """`import onnx` fails from here on, as where piper's `alignment` extra is not installed."""
+    monkeypatch.setitem(sys.modules, "onnx", None)
+
+
+def test_a_second_start_reads_the_marked_voice_from_the_cache_without_onnx(cache, monkeypatch):
+    first = timed_words(EmbeddedBackend(max_workers=1))
+    assert len(first) == len(SENTENCE.split())
+    assert hashlib.sha256(cache.read_bytes()).hexdigest() == ALIGNED_SHA256
+
+    without_onnx(monkeypatch)
+    again = timed_words(EmbeddedBackend(max_workers=1))
+    assert [(s.start, s.end) for s in again] == [(s.start, s.end) for s in first]
+    assert not any(span.approximate for span in again)
+
+
+def test_a_cached_file_that_is_not_the_pinned_one_is_never_used_and_is_replaced(cache, monkeypatch):
+    timed_words(EmbeddedBackend(max_workers=1))
+    cache.write_bytes(cache.read_bytes()[:-1] + b"\0")  # one byte changed
+
+    with monkeypatch.context() as blocked:
+        without_onnx(blocked)
+        # without onnx, the voice can only be the unmarked one: it speaks, but cannot time its words
+        assert timed_words(EmbeddedBackend(max_workers=1)) == []
+
+    assert len(timed_words(EmbeddedBackend(max_workers=1))) == len(SENTENCE.split())
+    assert hashlib.sha256(cache.read_bytes()).hexdigest() == ALIGNED_SHA256
+
+
+def test_a_cache_that_cannot_be_written_costs_only_the_marking(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # its polyvox/ can never be made, even by root
+    for _ in range(2):
+        assert len(timed_words(EmbeddedBackend(max_workers=1))) == len(SENTENCE.split())
+    assert blocker.read_text() == "not a directory"
