@@ -120,3 +120,18 @@ def test_attention_bench_times_both_forms_and_they_agree(tmp_path):
     for row in rows:
         assert row["max_abs_diff"] < 1e-5  # fp32: the folded form computes the same attention
         assert row["folded_ms"] > 0 and row["enable_gqa_ms"] > 0
+
+
+def test_serve_start_times_each_tree_to_ready_and_its_first_request(tmp_path):
+    out = tmp_path / "start.json"
+    command = [sys.executable, "bench/serve_start.py", "--tree", str(ROOT), "--rounds", "2"]
+    command += ["--json", str(out)]
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    rounds = json.loads(out.read_text())["rounds"]
+    assert [r["round"] for r in rounds] == [0, 1]
+    for r in rounds:
+        assert r["status"] == 200  # the server it timed spoke
+        assert min(r["cpu_at_ready_s"], r["ready_s"], r["first_request_s"]) > 0
+        assert 50 < r["rss_mib"] < 4096
+    assert completed.stdout.splitlines()[-1].startswith(f"{ROOT}: 2 starts, ready_s ")
