@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import shlex
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,13 +25,10 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from served_bench import die_with_parent, free_port, stop_server, wait_ready  # noqa: E402
+
 SPEECH = {"model": "tts-1", "voice": "alloy", "response_format": "wav", "input": "Hello there, how are you?"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def cpu_and_memory(pid: int) -> tuple[float, float]:
@@ -48,30 +44,17 @@ def one_start(tree: str, flags: list[str], timeout_s: float = 300.0) -> dict:
     env = {**os.environ, "PYTHONPATH": str(Path(tree, "src").resolve()), "PYTHONDONTWRITEBYTECODE": ""}
     with tempfile.TemporaryDirectory(prefix="serve-start-") as voices:
         command = [sys.executable, "-m", "polyvox.cli", "serve", "--port", str(port), "--voices-dir", voices]
-        started = time.monotonic()
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-        proc = subprocess.Popen([*command, *flags], env=env, **quiet)
+        proc = subprocess.Popen([*command, *flags], env=env, preexec_fn=die_with_parent, **quiet)
         try:
             url = f"http://127.0.0.1:{port}"
-            while True:
-                if proc.poll() is not None:
-                    raise SystemExit(f"polyvox serve from {tree} exited with {proc.returncode}")
-                if time.monotonic() - started > timeout_s:
-                    raise SystemExit(f"polyvox serve from {tree} was not ready in {timeout_s:.0f} s")
-                try:
-                    if httpx.get(f"{url}/ready").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.02)
-            ready = time.monotonic() - started
+            ready = wait_ready(proc, url, timeout_s, poll_s=0.02)
             cpu, rss = cpu_and_memory(proc.pid)
             asked = time.monotonic()
             status = httpx.post(f"{url}/v1/audio/speech", json=SPEECH, timeout=120).status_code
             first = time.monotonic() - asked
         finally:
-            proc.terminate()
-            proc.wait()
+            stop_server(proc)
     return {
         "tree": tree,
         "ready_s": round(ready, 3),

@@ -39,8 +39,9 @@ def die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def wait_ready(proc: subprocess.Popen, url: str, timeout_s: float) -> float:
-    """Seconds until /ready answered 200; RuntimeError if the server exits or never gets there."""
+def wait_ready(proc: subprocess.Popen, url: str, timeout_s: float, poll_s: float = 0.5) -> float:
+    """Seconds until /ready answered 200 (asked every `poll_s`); RuntimeError if the server exits or never
+    gets there."""
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
         if proc.poll() is not None:
@@ -50,7 +51,7 @@ def wait_ready(proc: subprocess.Popen, url: str, timeout_s: float) -> float:
                 return time.monotonic() - started
         except httpx.TransportError:
             pass
-        time.sleep(0.5)
+        time.sleep(poll_s)
     raise RuntimeError(f"polyvox serve was not ready after {timeout_s:.0f} s")
 
 
