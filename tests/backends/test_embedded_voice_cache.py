@@ -82,3 +82,14 @@ def test_a_cache_that_cannot_be_written_costs_only_the_marking(tmp_path, monkeyp
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # its polyvox/ can never be made, even by root
     assert len(timed_words(EmbeddedBackend(max_workers=1))) == len(SENTENCE.split())
     assert blocker.read_text() == "not a directory"
+
+
+def test_a_user_without_a_home_directory_still_gets_a_voice_that_times_its_words(monkeypatch):
+    # an arbitrary UID in a container: no HOME, no passwd entry, so no ~/.cache to keep anything in
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("HOME", raising=False)
+    def no_entry(uid: int):
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    monkeypatch.setattr("pwd.getpwuid", no_entry)
+    assert len(timed_words(EmbeddedBackend(max_workers=1))) == len(SENTENCE.split())

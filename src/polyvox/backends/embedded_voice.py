@@ -95,8 +95,12 @@ def aligned_model(model_bytes: bytes) -> bytes:
     """`with_alignments(model_bytes)` for the pinned voice (`model_bytes` checked against VOICE_SHA256 by
     the caller): read from the cache when the file there is ALIGNED_SHA256, else marked now and, when
     that gives ALIGNED_SHA256 (this onnx writes it so), kept there for the next start. A cache that cannot
-    be read or written only costs the marking."""
-    cached = aligned_cache_dir() / f"{ALIGNED_SHA256}.onnx"
+    be read or written only costs the marking, as does a user with no home directory (an arbitrary UID in
+    a container, HOME unset)."""
+    try:
+        cached = aligned_cache_dir() / f"{ALIGNED_SHA256}.onnx"
+    except RuntimeError:  # Path.home(): no HOME and no passwd entry
+        return with_alignments(model_bytes)
     try:
         data = cached.read_bytes()
     except OSError:
