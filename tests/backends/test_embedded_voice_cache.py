@@ -88,6 +88,7 @@ def test_a_user_without_a_home_directory_still_gets_a_voice_that_times_its_words
     # an arbitrary UID in a container: no HOME, no passwd entry, so no ~/.cache to keep anything in
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.delenv("HOME", raising=False)
+
     def no_entry(uid: int):
         raise KeyError(f"getpwuid(): uid not found: {uid}")
 
