@@ -44,6 +44,7 @@ from polyvox.alignment.timeline import PieceTiming, pieces_from_bytes, pieces_to
 from polyvox.backends.base import Backend, SynthesisRequest
 from polyvox.files.dir_format import DirectoryFormat, DirectoryFormatError
 from polyvox.runtime.startup import StartupError
+from polyvox.runtime.user_dirs import cache_home
 from polyvox.settings import Settings
 from polyvox.settings.uttera import UTTERA_CACHE_TTL, uttera_turns_cache_off
 
@@ -324,8 +325,7 @@ class AudioCache:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "polyvox" / "audio"
+    return cache_home("cache_dir (POLYVOX_CACHE_DIR)") / "polyvox" / "audio"
 
 
 def open_cache(

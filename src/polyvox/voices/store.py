@@ -29,6 +29,7 @@ import filelock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from polyvox.backends.base import VOICE_NAME
+from polyvox.runtime.user_dirs import data_home
 from polyvox.settings.guidance import (
     CFG_VALUE_MAX,
     CFG_VALUE_MIN,
@@ -107,8 +108,7 @@ def check_text(value: Any, param: str, max_chars: int = 256, multiline: bool = F
 
 
 def default_voices_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(base) / "polyvox" / "voices"
+    return data_home("voices_dir (POLYVOX_VOICES_DIR)") / "polyvox" / "voices"
 
 
 class VoiceStore:
