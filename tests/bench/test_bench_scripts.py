@@ -135,3 +135,18 @@ def test_serve_start_times_each_tree_to_ready_and_its_first_request(tmp_path):
         assert min(r["cpu_at_ready_s"], r["ready_s"], r["first_request_s"]) > 0
         assert 50 < r["rss_mib"] < 4096
     assert completed.stdout.splitlines()[-1].startswith(f"{ROOT}: 2 starts, ready_s ")
+
+
+def test_onnx_levels_times_every_level_and_compares_its_audio(tmp_path):
+    out = tmp_path / "levels.json"
+    command = [sys.executable, "bench/onnx_levels.py", "--rounds", "1", "--text", "One short line."]
+    command += ["--json", str(out)]
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    rows = {row["level"]: row for row in json.loads(out.read_text())["levels"]}
+    assert set(rows) == {"disable", "basic", "extended", "all"}
+    assert rows["all"]["max_abs_diff_from_all"] == 0.0
+    for row in rows.values():
+        assert row["session_cpu_s"] > 0 and row["speak_cpu_s"] > 0
+        assert row["same_length_as_all"] and row["audio_s"] > 0.3
+        assert row["max_abs_diff_from_all"] < 1e-3  # the same speech: rewrites of the graph, not of the voice

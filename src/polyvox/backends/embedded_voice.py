@@ -147,6 +147,10 @@ def load_voice(files: VoiceFiles, expected_sha256: str = VOICE_SHA256, threads: 
     config = PiperConfig.from_dict(json.loads(files.config.read_text(encoding="utf-8")))
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads or max(1, (os.cpu_count() or 1) // 2)
+    # ONNX Runtime's basic graph rewrites only (constant folding, redundant nodes): its extended and
+    # layout ones cost a third more to build the session at every start and make this voice no faster
+    # (BENCHMARKS.md, "The embedded voice's session...").
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
     session = onnxruntime.InferenceSession(
         model_bytes, sess_options=options, providers=["CPUExecutionProvider"]
     )
