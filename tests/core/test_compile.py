@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch._dynamo.utils import counters
 
 from polyvox.core.compile import COMPILED_METHODS
 
@@ -22,6 +21,9 @@ def tiny(tiny_with):
 @pytest.mark.process  # torch.compile builds its kernels with g++ subprocesses (minutes on two cores)
 @pytest.mark.timeout(600)  # a cold compile takes about a minute on two cores
 def test_a_compiled_engine_gives_the_eager_outputs_and_can_be_switched_back(tiny, mixed):
+    # imported here, not at collection: torch._dynamo is 1.5 s of every worker's CPU otherwise
+    from torch._dynamo.utils import counters
+
     requests, alone = mixed
     core = tiny.core(max_num_batched_tokens=64, compile=True)
     assert core.runner.compiled
