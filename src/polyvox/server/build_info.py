@@ -3,6 +3,7 @@ PyTorch and CUDA, as a gauge that is always 1 (join on it to split any series by
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import os
@@ -39,6 +40,11 @@ def _commit() -> str:
     """POLYVOX_COMMIT, else the commit of the git checkout polyvox runs from, else "unknown"."""
     if os.environ.get(COMMIT_ENV):
         return os.environ[COMMIT_ENV]
+    return _checkout_commit()
+
+
+@functools.cache  # once per process: each app built would otherwise run git again
+def _checkout_commit() -> str:
     try:
         found = subprocess.run(
             ["git", "rev-parse", "--short=12", "HEAD"],
@@ -52,6 +58,7 @@ def _commit() -> str:
     return found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else UNKNOWN
 
 
+@functools.cache  # the installed PyTorch does not change under a running process
 def _torch_versions() -> tuple[str, str]:
     """PyTorch's version and its CUDA build, read without importing torch (seconds, in a process that
     may never need it: the embedded voice)."""
