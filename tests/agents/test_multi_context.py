@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
+import threading
 import time
 
 import httpx
@@ -29,20 +31,28 @@ ADMIN = "agents-admin-key"
 
 class Watched(FakeBackend):
     """The fake engine keeping the texts it is generating now; a text starting with `HELD` stops after
-    its first chunk (until the test ends), so it is surely still running when it is interrupted."""
+    its first chunk (until the test ends), so it is surely still running when it is interrupted. While
+    `gate` is cleared, a text starting with `GATED` waits after its first chunk until it is set: so it
+    is surely still running when another context ends."""
 
     HELD = "Apples"
+    GATED = "Bananas number 0 "
 
     def __init__(self):
         super().__init__(sample_rate=RATE, chunk_s=0.05)
         self.generating: list[str] = []
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def _waits(self, text: str) -> bool:
+        return text.startswith(self.HELD) or (text.startswith(self.GATED) and not self.gate.is_set())
 
     async def generate(self, request):
         self.generating.append(request.text)
         try:
             async for chunk in super().generate(request):
                 yield chunk
-                while request.text.startswith(self.HELD):
+                while self._waits(request.text):
                     await asyncio.sleep(0.01)
         finally:
             self.generating.remove(request.text)
@@ -82,10 +92,22 @@ def _wait_until(condition, what: str) -> None:
         time.sleep(0.02)
 
 
+@contextlib.contextmanager
+def _opened(gate: threading.Event):
+    """Set `gate` when the block ends, however it ends (a failed test leaves no generation waiting)."""
+    try:
+        yield
+    finally:
+        gate.set()
+
+
 def test_an_immediate_close_ends_one_context_at_once_and_the_other_goes_on(served):
     url, backend, keys = served
     audio: dict[str, int] = {"a": 0, "b": 0}
-    with _socket(url, keys["speech"]) as ws:
+    # B's first sentence waits after its first chunk until A has ended, so B is surely still speaking
+    # when A is closed (B's three short sentences could otherwise all be spoken before the close is sent)
+    backend.gate.clear()
+    with _socket(url, keys["speech"]) as ws, _opened(backend.gate):
         for context, text in (("a", LONG_A), ("b", LONG_B)):
             ws.send(json.dumps({"text": " ", "context_id": context}))
             ws.send(json.dumps({"text": text, "context_id": context, "flush": True}))
@@ -106,6 +128,7 @@ def test_an_immediate_close_ends_one_context_at_once_and_the_other_goes_on(serve
                 if context == "a":
                     # Its engine work is let go before its isFinal is sent.
                     assert not any(text.startswith("Apples") for text in backend.generating)
+                    backend.gate.set()  # B goes on from its first chunk to its end
                 continue
             data = len(base64.b64decode(message.get("audio") or ""))
             if "a" in finals:
