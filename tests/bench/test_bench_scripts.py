@@ -150,3 +150,17 @@ def test_onnx_levels_times_every_level_and_compares_its_audio(tmp_path):
         assert row["session_cpu_s"] > 0 and row["speak_cpu_s"] > 0
         assert row["same_length_as_all"] and row["audio_s"] > 0.3
         assert row["max_abs_diff_from_all"] < 1e-3  # the same speech: rewrites of the graph, not of the voice
+
+
+def test_suite_idle_times_the_tests_it_runs_and_shares_out_the_idle_cores(tmp_path):
+    out = tmp_path / "idle.json"
+    inner = ["-q", "-p", "no:cacheprovider", "tests/text/test_split.py"]
+    command = [sys.executable, "bench/suite_idle.py", "--every-s", "0.1", "--json", str(out), "--", *inner]
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["pytest_exit"] == 0 and report["tests"] > 5 and report["cores"] == os.cpu_count()
+    # every core-second of the run is busy or idle
+    core_seconds = report["span_s"] * report["cores"]
+    assert report["busy_core_s"] + report["idle_core_s"] == pytest.approx(core_seconds, abs=2)
+    assert {name for name, _ in report["idle_by_file"]} <= {"tests/text/test_split.py", "(no test running)"}
