@@ -95,7 +95,7 @@ def report(samples, tests, cores: int, top: int) -> dict:
         running = [test.split("::")[0] for _, test, start, end in tests if start < t1 and end > t0]
         for name in running or ["(no test running)"]:
             blame[name] += seconds * share / max(1, len(running))
-    ends = collections.defaultdict(float)
+    ends: dict[str, float] = collections.defaultdict(float)
     for worker, _, _, end in tests:
         ends[worker] = max(ends[worker], end - first)
     return {
