@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import socket
 import threading
 import time
@@ -41,12 +42,14 @@ class _Server(uvicorn.Server):
         for connection in list(self.server_state.connections):
             connection.shutdown()
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + (self.config.timeout_graceful_shutdown or 0.0)
+        limit = self.config.timeout_graceful_shutdown  # None: wait as long as they take, as uvicorn does
+        deadline = math.inf if limit is None else loop.time() + limit
         state = self.server_state
         while (state.connections or state.tasks) and not self.force_exit and loop.time() < deadline:
             await asyncio.sleep(0.002)
-        for task in state.tasks:
-            task.cancel(msg="the test server stopped")
+        if loop.time() >= deadline:
+            for task in state.tasks:
+                task.cancel(msg="the test server's graceful shutdown timed out")
         for server in self.servers:
             await server.wait_closed()
         if not self.force_exit:
