@@ -74,8 +74,8 @@ TEST_WORKERS ?= 2
 # each compiles the src/ it imports anew.
 TEST_ENV := PYTHONDONTWRITEBYTECODE=
 
-# The type checker runs beside the tests rather than before them (a minute of one core from cold, while the
-# tests still wait on servers and processes now and then); either failing fails the target.
+# The type checker runs beside the tests rather than before them (half a minute of one core from cold, while
+# the tests still wait on servers and processes now and then); either failing fails the target.
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/lint-imports
