@@ -150,11 +150,14 @@ def test_pitch_combines_with_speed(client):
 
 def test_the_engines_own_audio_is_shifted_too(client, original):
     """A take the engine makes for this request (no cache): its own melody and timing, so its median f0
-    is compared with the original's, within a semitone."""
+    is compared with the original's, within two semitones: the median f0 of twelve unshifted takes of
+    this text spread over 0.8 of a semitone, so two takes can differ by more than one (a shifted take
+    in one whole-suite run was 6.35 semitones above the original), and two still tell 5 up from
+    unshifted, from 10 up and from 5 down."""
     samples, cache = whole(client, pitch=5, cache=False)
     assert cache == "BYPASS"
     ratio = np.nanmedian(f0(samples)) / np.nanmedian(original[1])
-    assert ratio == pytest.approx(SEMITONE**5, rel=SEMITONE - 1), ratio
+    assert SEMITONE**3 < ratio < SEMITONE**7, ratio
 
 
 @pytest.mark.parametrize("pitch", [12.5, -13, 100])
