@@ -45,7 +45,7 @@ $(VENV)/.installed-voxcpm: $(VENV)/.torch $(VENV)/.installed
 
 # The test extras are not byte-compiled as they install (--no-compile): pip compiles every module of every
 # package (transformers alone has 2,500) and the suite imports a small part of them, whose bytecode Python
-# writes on first import instead (TEST_ENV): `make install-test` 131 s here, 86 s so (BENCHMARKS.md).
+# writes on first import instead (TEST_ENV): `make install-test` took 131 s here, 86 s without (BENCHMARKS.md).
 $(VENV)/.installed-test: $(VENV)/.installed-voxcpm
 	$(PIP) install -q --no-compile -e ".[embedded,text,voxcpm,align,test]"
 	# The official VoxCPM2 implementation, for parity tests only; its heavy extras are not needed.
