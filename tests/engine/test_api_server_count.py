@@ -30,6 +30,7 @@ from engine.processes import alive, engine_pid_of_rank, engine_pids, freeze, kil
 from engine.serving import (
     FLAGS,
     LONG,
+    LONG_SEED,
     SPEECH,
     Stream,
     per_rank,
@@ -329,7 +330,7 @@ def test_sigterm_drains_both_api_processes_and_both_ranks_then_nothing_is_left(s
     children, api = engine_pids(proc.pid), api_pids(proc.pid)
     assert len(children) == 4
     answer: dict[str, httpx.Response] = {}
-    thread = threading.Thread(target=lambda: answer.setdefault("long", speak(url, LONG)))
+    thread = threading.Thread(target=lambda: answer.setdefault("long", speak(url, LONG, seed=LONG_SEED)))
     thread.start()
     wait_until(lambda: value(scrape(url), "polyvox_requests_in_flight") == 1, "it is in flight")
     the_one_busy_rank(url)  # and running

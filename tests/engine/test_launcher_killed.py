@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from engine.processes import alive, engine_pid_of_rank, engine_pids, kill9
-from engine.serving import FLAGS, LONG, SPEECH, speak
+from engine.serving import FLAGS, LONG, LONG_SEED, SPEECH, speak
 from helpers.serve_process import polyvox_serve
 from helpers.waiting import wait_until
 
@@ -43,7 +43,7 @@ class Stream:
         self.thread.start()
 
     def _run(self, url: str) -> None:
-        body = {"input": LONG, "voice": "alloy", "response_format": "pcm"}
+        body = {"input": LONG, "voice": "alloy", "response_format": "pcm", "seed": LONG_SEED}
         try:
             with httpx.stream("POST", f"{url}{SPEECH}", json=body, timeout=300) as response:
                 self.status = response.status_code

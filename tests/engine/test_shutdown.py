@@ -15,7 +15,7 @@ import time
 import httpx
 
 from engine.processes import alive, engine_pids, kill9
-from engine.serving import FLAGS, LONG, SPEECH, routed_per_rank, speak
+from engine.serving import FLAGS, LONG, LONG_SEED, SPEECH, routed_per_rank, speak
 from helpers.metrics import scrape, value
 from helpers.serve_process import free_port, polyvox_serve
 from helpers.waiting import wait_until
@@ -33,7 +33,7 @@ def test_sigterm_drains_every_rank_then_no_engine_process_is_left(tmp_path):
         answers: dict[int, httpx.Response] = {}
 
         def post(n: int, voice: str) -> None:
-            body = {"input": LONG, "voice": voice, "response_format": "pcm"}
+            body = {"input": LONG, "voice": voice, "response_format": "pcm", "seed": LONG_SEED}
             answers[n] = httpx.post(f"{url}{SPEECH}", json=body, timeout=120)
 
         # Four long requests at once: a voice's requests go to the rank that last served it only while
