@@ -1,4 +1,5 @@
-"""The engine processes of a `polyvox serve` (its children that multiprocessing spawned), from /proc."""
+"""The engine processes of a `polyvox serve`, from /proc: its ranks (forked by multiprocessing's forkserver,
+a child of the server) and, behind a launcher, its API processes (spawned)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,27 @@ from pathlib import Path
 
 
 def engine_pids(server_pid: int) -> list[int]:
-    children: list[int] = []
-    for task in Path(f"/proc/{server_pid}/task").glob("*"):
+    """The processes multiprocessing started for the server: spawned ones, and those its forkserver forked
+    (not the forkserver itself)."""
+    pids: list[int] = []
+    for child in children(server_pid):
+        command = _cmdline(child)
+        if "spawn_main" in command:
+            pids.append(child)
+        elif "multiprocessing.forkserver" in command:
+            pids += children(child)
+    return sorted(pids)
+
+
+def children(pid: int) -> set[int]:
+    """The children of any of `pid`'s threads."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
-            children += [int(pid) for pid in (task / "children").read_text().split()]
+            found |= {int(child) for child in (task / "children").read_text().split()}
         except OSError:
             continue
-    return sorted(pid for pid in set(children) if "spawn_main" in _cmdline(pid))
+    return found
 
 
 def engine_pid_of_rank(server_pid: int, rank: int) -> int:

@@ -14,6 +14,7 @@ from polyvox.engine import messages as m
 from polyvox.engine import process_main
 from polyvox.engine.model_spec import ModelSpec
 from polyvox.engine.options import WorkerOptions
+from polyvox.engine.owner import OwnerWatch
 from polyvox.engine.process_main import ClientLink, EngineCoreProc
 from polyvox.engine.request import EngineRequest
 
@@ -26,7 +27,7 @@ def engine_loop():
     )
     context = zmq.Context()
     socket = context.socket(zmq.ROUTER)
-    link = ClientLink(socket, os.getppid())  # its parent: this process's
+    link = ClientLink(socket, OwnerWatch(os.getppid()))  # owned by this process's parent
     socket.bind("inproc://engine")
     client = context.socket(zmq.DEALER)
     client.connect("inproc://engine")

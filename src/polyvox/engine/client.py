@@ -1,10 +1,15 @@
 """`EngineClient`: the side of one engine process (one data-parallel rank) that owns it: the API server, or
-the launcher in front of several API processes. It spawns the process, talks to it over a ZeroMQ DEALER
+the launcher in front of several API processes. It starts the process, talks to it over a ZeroMQ DEALER
 socket (an `MPClient`), and watches it: when it dies, it is marked down at once (no request is routed to
 it), the requests it held end with `EngineDied` (those with no audio yet are sent again to a live rank, by
 the server's rerun policy, `backends/rerun.py`), and it is started again with a growing pause between
 failed tries. One that hangs holding requests is killed (`hang_timeout_s`, see `MPClient`), and so
 restarted.
+
+Engine processes are forked from multiprocessing's forkserver, which imported the engine (PyTorch with
+it) once, before any of them: a rank starts without importing it again (on the CPU 2.3 s of it at every
+start, every restart), and a process that imported PyTorch but never touched CUDA is one CUDA allows
+forking from. Where there is no forkserver (Windows), they are spawned.
 """
 
 from __future__ import annotations
@@ -76,7 +81,7 @@ class EngineClient(MPClient):
         self._start_watchdog()
 
     async def _spawn(self) -> None:
-        context = multiprocessing.get_context("spawn")
+        context = start_context()
         level, fmt = self.logging_setup
         process = context.Process(
             target=process_main.run,
@@ -112,10 +117,11 @@ class EngineClient(MPClient):
             raise EngineStartFailed(ready.message)
         self.handshake = ready
         log.info(
-            "engine rank %d ready (pid %d, %s, %d KV blocks)",
+            "engine rank %d ready (pid %d, %s, %d PyTorch threads, %d KV blocks)",
             self.rank,
             ready.pid,
             ready.device,
+            ready.torch_threads,
             ready.num_kv_blocks,
         )
 
@@ -202,6 +208,16 @@ class EngineClient(MPClient):
                 continue
             log.info("engine rank %d restarted", self.rank)
             return
+
+
+def start_context() -> multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext:
+    """How engine processes start: the forkserver, which imports process_main (and so PyTorch) the first
+    time a rank starts and forks every rank after from there; "spawn" where there is none."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([process_main.__name__])
+    return context
 
 
 def engine_address(socket_dir: str, rank: int) -> str:

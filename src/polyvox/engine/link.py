@@ -5,7 +5,7 @@ it held when it goes away (`EngineDied`: the `DataParallelEngine` sends again th
 audio yet). With `hang_timeout_s`, a watchdog kills an engine process that holds requests of this
 client and has said nothing for that long (it says something to every client each step it makes): its
 process is alive but stuck (a device that stopped answering, a SIGSTOP), and dying, it is restarted
-and its requests are ended as a dead one's are. `EngineClient` (engine/client.py) also spawns
+and its requests are ended as a dead one's are. `EngineClient` (engine/client.py) also starts
 and restarts the process; `ConnectedEngineClient` (connected.py) only connects to one a launcher
 owns."""
 

@@ -74,6 +74,7 @@ class Ready(msgspec.Struct, frozen=True, tag="ready"):
     num_kv_blocks: int
     kv_block_size: int
     restarts: int = 0  # how many times this rank's process was started again after dying
+    torch_threads: int = 0  # PyTorch's intra-op threads on the thread that steps
 
 
 class StartFailed(msgspec.Struct, frozen=True, tag="start_failed"):

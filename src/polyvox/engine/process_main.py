@@ -1,7 +1,7 @@
 """The engine process: one data-parallel rank's model, engine core and step loop, apart from the API
-server. Started with multiprocessing's "spawn" (`run`), it loads the model from a `ModelSpec` while it
-tells connected clients its start-up stage, answers `Ready`, then runs the engine's one step loop
-(`core/step_loop.py` `run_steps`, the one the in-thread engine runs) with its socket as the
+server. Forked from multiprocessing's forkserver (engine/client.py; `run`), it loads the model from a
+`ModelSpec` while it tells connected clients its start-up stage, answers `Ready`, then runs the engine's
+one step loop (`core/step_loop.py` `run_steps`, the one the in-thread engine runs) with its socket as the
 transport (`EngineCoreProc`): take the messages waiting (blocking only when idle), apply them (an abort
 frees its KV blocks before the next step), step, and send each client its step's patches in one
 message. Prompts are prepared alongside and admitted as they are ready (those read at this boundary
@@ -13,10 +13,11 @@ Several clients may connect (API processes behind `api_server_count`, and the la
 engine): each gets its own requests' patches, and the others the counters alone; `Forget` drops a client
 that died, with its requests.
 
-It exits on `Shutdown`, and by itself once its parent (the API server, or the launcher) is gone and no
-client is connected any more: a launcher killed with -9 leaves its API processes draining, and they keep
-their engines until they have gone. It ignores SIGTERM and SIGINT, which a service manager may send to
-the whole process group: the API server drains first and then shuts its engines down.
+It exits on `Shutdown`, and by itself once its owner (the API server, or the launcher; `OwnerWatch`) is
+gone and no client is connected any more: a launcher killed with -9 leaves its API processes draining,
+and they keep their engines until they have gone. It ignores SIGTERM and SIGINT, which a service
+manager may send to the whole process group: the API server drains first and then shuts its engines
+down.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from concurrent.futures import wait as wait_for
 
 import msgspec
 import numpy as np
+import torch
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
@@ -44,6 +46,7 @@ from polyvox.core.step_loop import run_steps
 from polyvox.engine import messages as m
 from polyvox.engine.model_spec import ModelSpec
 from polyvox.engine.options import WorkerOptions
+from polyvox.engine.owner import OwnerWatch
 from polyvox.engine.request_spans import RequestSpans
 from polyvox.engine.worker import EngineWorker
 from polyvox.runtime.logs import LogFormat, setup_logging
@@ -74,17 +77,21 @@ def run(
     spec: ModelSpec,
     options: WorkerOptions,
     address: str,
-    parent_pid: int,
+    owner_pid: int,
     log_level: str = "warning",
     log_format: LogFormat = "text",
     restarts: int = 0,
 ) -> None:
-    """The process's entry point (picklable arguments only); `restarts`: the rank's earlier deaths, for
-    the handshake."""
+    """The process's entry point (picklable arguments only); `owner_pid`: the process that started it;
+    `restarts`: the rank's earlier deaths, for the handshake."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     setup_logging(log_level, log_format)
     keep_freed_memory()
+    if options.torch_threads is not None:
+        # on the thread that steps: a thread that already ran PyTorch keeps the count it had then (OpenMP's
+        # is per thread), and this one imported PyTorch in the forkserver, with the default (every core)
+        torch.set_num_threads(options.torch_threads)
     context = zmq.Context()
     socket = context.socket(zmq.ROUTER)
     socket.setsockopt(zmq.LINGER, 1000)
@@ -92,7 +99,7 @@ def run(
     # Every request's output is bounded by its max_len, as the in-thread engine's queues are.
     socket.setsockopt(zmq.SNDHWM, 0)
     socket.setsockopt(zmq.RCVHWM, 0)
-    link = ClientLink(socket, parent_pid)  # before the bind, so it sees every client connect
+    link = ClientLink(socket, OwnerWatch(owner_pid))  # before the bind, so it sees every client connect
     socket.bind(address)
     worker = link.start_up(spec, options, restarts)
     if worker is not None:
@@ -124,9 +131,9 @@ def keep_freed_memory() -> bool:
 class ClientLink:
     """The engine's socket: who is connected, what they are told, and whether anyone is left to serve."""
 
-    def __init__(self, socket: zmq.Socket, parent_pid: int) -> None:
+    def __init__(self, socket: zmq.Socket, owner: OwnerWatch) -> None:
         self.socket = socket
-        self.parent_pid = parent_pid
+        self.owner = owner
         self.peers: set[Peer] = set()
         self.poller = zmq.Poller()
         self.poller.register(socket, zmq.POLLIN)
@@ -138,10 +145,11 @@ class ClientLink:
         self.poller.register(self.events, zmq.POLLIN)
 
     def orphaned(self) -> bool:
-        """Its parent is gone, and every client has closed its connection too."""
-        return os.getppid() != self.parent_pid and self.connections <= 0
+        """Its owner is gone, and every client has closed its connection too."""
+        return self.connections <= 0 and self.owner.gone()
 
     def close(self) -> None:
+        self.owner.close()
         self.socket.disable_monitor()
         self.events.close(linger=0)
 
@@ -190,10 +198,6 @@ class ClientLink:
 
         def build() -> None:
             try:
-                if options.torch_threads is not None:
-                    import torch
-
-                    torch.set_num_threads(options.torch_threads)
                 model = spec.source().load()
                 built.set_result(options.worker(options.prompt_builder(model)))
             except BaseException as exc:
@@ -219,7 +223,8 @@ class ClientLink:
             return None
         blocks = worker.core.block_manager.num_blocks
         device = str(worker.prompts.model.device)
-        self.greeting = m.Ready(os.getpid(), device, blocks, worker.config.kv_block_size, restarts)
+        threads = torch.get_num_threads()  # on the thread that steps
+        self.greeting = m.Ready(os.getpid(), device, blocks, worker.config.kv_block_size, restarts, threads)
         self.broadcast(self.greeting)
         return worker
 
