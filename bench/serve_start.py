@@ -3,8 +3,10 @@
 For each round and each `--tree` (a checkout: its `src` goes first on PYTHONPATH), a fresh `polyvox
 serve` with `--flags` (default: the embedded voice) on a free port: the wall time until `/ready`
 answers 200, the process's CPU (user + sys, from /proc) and resident memory at that moment, then one
-short speech request's time. Trees alternate within each round, so a machine's drift falls on all of
-them alike; medians and ranges are printed per tree, every round goes to `--json`.
+short speech request's time, and after it what the server and every process below it (engine ranks, the
+forkserver, API processes) have cost: their number, CPU and proportional memory (PSS, which shares out
+the pages processes share, as forked ranks do). Trees alternate within each round, so a machine's drift
+falls on all of them alike; medians and ranges are printed per tree, every round goes to `--json`.
 
     python bench/serve_start.py --tree /tmp/before --tree . --rounds 6 --json start.json
     python bench/serve_start.py --tree . --flags "--random-weights tiny --device cpu" --rounds 3
@@ -39,6 +41,33 @@ def cpu_and_memory(pid: int) -> tuple[float, float]:
     return cpu, int(status.split("VmRSS:")[1].split()[0]) / 1024
 
 
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (children of any of its threads, and theirs)."""
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        for task in Path(f"/proc/{found[-1]}/task").glob("*"):
+            try:
+                todo += [int(child) for child in (task / "children").read_text().split()]
+            except OSError:
+                continue
+    return found
+
+
+def tree_cost(pid: int) -> dict:
+    """The processes at and below `pid`: how many, their CPU seconds and PSS (MiB) now."""
+    pids = descendants(pid)
+    cpu = pss_kib = 0.0
+    for each in pids:
+        try:
+            cpu += cpu_and_memory(each)[0]
+            rollup = Path(f"/proc/{each}/smaps_rollup").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        pss_kib += int(rollup.split("\nPss:")[1].split()[0])
+    return {"processes": len(pids), "tree_cpu_s": round(cpu, 3), "tree_pss_mib": round(pss_kib / 1024, 1)}
+
+
 def one_start(tree: str, flags: list[str], timeout_s: float = 300.0) -> dict:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(Path(tree, "src").resolve()), "PYTHONDONTWRITEBYTECODE": ""}
@@ -53,6 +82,7 @@ def one_start(tree: str, flags: list[str], timeout_s: float = 300.0) -> dict:
             asked = time.monotonic()
             status = httpx.post(f"{url}/v1/audio/speech", json=SPEECH, timeout=120).status_code
             first = time.monotonic() - asked
+            tree_after = tree_cost(proc.pid)
         finally:
             stop_server(proc)
     return {
@@ -62,13 +92,14 @@ def one_start(tree: str, flags: list[str], timeout_s: float = 300.0) -> dict:
         "rss_mib": round(rss, 1),
         "first_request_s": round(first, 3),
         "status": status,
+        **tree_after,
     }
 
 
 def summary(rounds: list[dict], tree: str) -> str:
     mine = [r for r in rounds if r["tree"] == tree]
     parts = []
-    for key in ("ready_s", "cpu_at_ready_s", "rss_mib", "first_request_s"):
+    for key in ("ready_s", "cpu_at_ready_s", "rss_mib", "first_request_s", "tree_cpu_s", "tree_pss_mib"):
         values = [r[key] for r in mine]
         parts.append(f"{key} {statistics.median(values):g} [{min(values):g}-{max(values):g}]")
     return f"{tree}: {len(mine)} starts, " + ", ".join(parts)

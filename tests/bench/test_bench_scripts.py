@@ -134,6 +134,8 @@ def test_serve_start_times_each_tree_to_ready_and_its_first_request(tmp_path):
         assert r["status"] == 200  # the server it timed spoke
         assert min(r["cpu_at_ready_s"], r["ready_s"], r["first_request_s"]) > 0
         assert 50 < r["rss_mib"] < 4096
+        # the embedded voice: the server is the whole tree, and it has spent more by the request's end
+        assert r["processes"] == 1 and r["tree_cpu_s"] >= r["cpu_at_ready_s"] and 0 < r["tree_pss_mib"] < 4096
     assert completed.stdout.splitlines()[-1].startswith(f"{ROOT}: 2 starts, ready_s ")
 
 
