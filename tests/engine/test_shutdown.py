@@ -6,6 +6,7 @@ request sent meanwhile waits for it."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -14,8 +15,8 @@ import time
 
 import httpx
 
-from engine.processes import alive, engine_pids, kill9
-from engine.serving import FLAGS, LONG, LONG_SEED, SPEECH, routed_per_rank, speak
+from engine.processes import alive, children, engine_pids, kill9
+from engine.serving import FLAGS, LONG, LONG_SEED, SPEECH, Stream, routed_per_rank, speak
 from helpers.metrics import scrape, value
 from helpers.serve_process import free_port, polyvox_serve
 from helpers.waiting import wait_until
@@ -63,6 +64,37 @@ def test_sigterm_drains_every_rank_then_no_engine_process_is_left(tmp_path):
     assert [answer.status_code for answer in answers.values()] == [200] * len(threads)
     assert all(len(answer.content) > 24000 * 2 * 2 for answer in answers.values())
     wait_until(lambda: not any(alive(pid) for pid in engines), "every engine process exited", timeout=10)
+
+
+def test_sigterm_to_the_whole_process_group_drains_as_sigterm_to_the_server_does(tmp_path):
+    """A service manager (systemd's default, KillMode=control-group) sends SIGTERM to every process of
+    the service at once. The engine ranks ignore it, and so does the forkserver they were forked from:
+    had it died, every rank would have looked dead to the server (their exit is read from it). The
+    stream in flight ends whole, the server exits 0, and no process of the group is left."""
+    flags = (*FLAGS, "--voices-dir", str(tmp_path / "voices"), "--shutdown-grace-s", "120")
+    with polyvox_serve(*flags, preexec=os.setsid) as (proc, url):  # its own process group
+        assert speak(url, "Warm up.").status_code == 200
+        group = descendants(proc.pid)
+        assert len(engine_pids(proc.pid)) == 2
+        stream = Stream(LONG, seed=LONG_SEED)
+        reader = threading.Thread(target=stream.run, args=(url,))
+        reader.start()
+        wait_until(lambda: len(stream.audio) > 0, "the stream has sent audio")
+        os.killpg(proc.pid, signal.SIGTERM)
+        reader.join(timeout=120)
+        assert proc.wait(timeout=60) == 0
+        output = proc.stdout.read()
+    assert stream.ended == "done", (stream.ended, stream.code, output[-3000:])
+    assert "restarted" not in output and "exited (exit code" not in output, output[-3000:]
+    wait_until(lambda: not any(alive(pid) for pid in group), "every process of the group exited", timeout=10)
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes below `pid`, and theirs."""
+    found = children(pid)
+    for child in list(found):
+        found |= descendants(child)
+    return found
 
 
 def test_ready_names_the_engine_process_stages_and_a_server_killed_with_9_leaves_no_engine(tmp_path):

@@ -7,9 +7,10 @@ failed tries. One that hangs holding requests is killed (`hang_timeout_s`, see `
 restarted.
 
 Engine processes are forked from multiprocessing's forkserver, which imported the engine (PyTorch with
-it) once, before any of them: a rank starts without importing it again (on the CPU 2.3 s of it at every
-start, every restart), and a process that imported PyTorch but never touched CUDA is one CUDA allows
-forking from. Where there is no forkserver (Windows), they are spawned.
+it) once, before any of them (engine/forkserver.py, which also has it ignore SIGTERM as the ranks do): a
+rank starts without importing it again (on the CPU 2.3 s of it at every start, every restart), and a
+process that imported PyTorch but never touched CUDA is one CUDA allows forking from. Where there is no
+forkserver (Windows), they are spawned.
 """
 
 from __future__ import annotations
@@ -210,13 +211,17 @@ class EngineClient(MPClient):
             return
 
 
+# What the forkserver imports before it forks a rank: process_main, and SIGTERM ignored (engine/forkserver.py)
+FORKSERVER_PRELOAD = "polyvox.engine.forkserver"
+
+
 def start_context() -> multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext:
     """How engine processes start: the forkserver, which imports process_main (and so PyTorch) the first
     time a rank starts and forks every rank after from there; "spawn" where there is none."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([process_main.__name__])
+    context.set_forkserver_preload([FORKSERVER_PRELOAD])
     return context
 
 

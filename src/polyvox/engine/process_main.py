@@ -260,7 +260,7 @@ class EngineCoreProc:
     @property
     def stopped(self) -> bool:
         if self.link.orphaned():
-            log.warning("its parent and every client are gone: the engine exits")
+            log.warning("its owner and every client are gone: the engine exits")
             return True
         return self.link.shutdown
 
