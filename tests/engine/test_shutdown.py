@@ -146,3 +146,32 @@ def _kill_9_of_the_only_engine_is_waited_for_until_it_is_restarted_alone(url: st
     samples = scrape(url)
     assert value(samples, "polyvox_engine_rank_restarts_total", rank="0") == 1
     assert value(samples, "polyvox_engine_restarts_total") == 0
+
+
+def test_a_forkserver_killed_with_9_leaves_no_rank_running_and_the_server_serves_again(tmp_path):
+    """A rank's exit code is read from the forkserver that forked it, so a forkserver killed with -9
+    reports every rank as exited though they run on: the server kills those (none is left holding its
+    device beside the one started in its place) and starts them again from a new forkserver."""
+    flags = (*FLAGS, "--voices-dir", str(tmp_path / "voices"))
+    with polyvox_serve(*flags) as (proc, url):
+        assert speak(url, "Warm up.").status_code == 200
+        first = engine_pids(proc.pid)
+        (forkserver,) = [pid for pid in children(proc.pid) if "multiprocessing.forkserver" in _cmdline(pid)]
+        kill9(forkserver)
+        wait_until(lambda: not any(alive(pid) for pid in first), "the ranks it forked are gone")
+        wait_until(
+            lambda: (
+                len(engine_pids(proc.pid)) == 2 and httpx.get(f"{url}/ready").json().get("status") == "ready"
+            ),
+            "two new ranks serve",
+        )
+        assert not set(engine_pids(proc.pid)) & set(first)
+        assert speak(url, "Served again.").status_code == 200
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""

@@ -31,6 +31,7 @@ from polyvox.engine import process_main
 from polyvox.engine.link import EngineDied, MPClient
 from polyvox.engine.model_spec import ModelSpec
 from polyvox.engine.options import WorkerOptions
+from polyvox.engine.pidfd import PidFd
 from polyvox.engine.stats import PromptCacheStats
 from polyvox.runtime.logs import LogFormat
 from polyvox.runtime.ready_signal import ReadySignal
@@ -68,6 +69,7 @@ class EngineClient(MPClient):
         self._tasks: list[asyncio.Task] = []
         self._stopping = False
         self._restarting: asyncio.Task | None = None
+        self._pidfd: PidFd | None = None  # the running process, where pidfds exist
 
     def prompt_cache_stats(self) -> PromptCacheStats:
         now, before = self._prompt_stats, self._prompt_stats_before
@@ -93,6 +95,9 @@ class EngineClient(MPClient):
         await asyncio.to_thread(process.start)
         _LIVE.add(process)
         self.process = process
+        if process.pid is not None:
+            with contextlib.suppress(ProcessLookupError):  # exited already: the sentinel says so
+                self._pidfd = PidFd.open(process.pid)
         socket = self._dealer()
         self._socket = socket
         loop = asyncio.get_running_loop()
@@ -160,6 +165,7 @@ class EngineClient(MPClient):
                 process.kill()
                 await asyncio.to_thread(process.join, 5.0)
             _LIVE.discard(process)
+        await self._kill_if_left_running()
         for task in self._tasks:
             if task is not asyncio.current_task():
                 task.cancel()
@@ -169,6 +175,22 @@ class EngineClient(MPClient):
             self._socket = None
         self._fail_all(EngineDied(f"engine rank {self.rank} stopped"))
         self.stage = None
+
+    async def _kill_if_left_running(self) -> None:
+        """A rank reported exited may run on: a forked rank's exit code is read from the forkserver, and a
+        forkserver gone (killed with -9) reports every rank it forked as exited (255). Such a rank is
+        killed, so that none is left holding its device beside the one started in its place."""
+        pidfd, self._pidfd = self._pidfd, None
+        if pidfd is None:
+            return
+        if not pidfd.exited():
+            log.error(
+                "engine rank %d was reported exited but runs on (its forkserver is gone): killing it",
+                self.rank,
+            )
+            pidfd.kill()
+            await asyncio.to_thread(pidfd.wait, 5.0)
+        pidfd.close()
 
     async def _watch(self, process: BaseProcess, exited: asyncio.Future) -> None:
         await exited
