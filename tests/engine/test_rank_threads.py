@@ -25,6 +25,8 @@ READY = re.compile(r"engine rank (\d) ready \(pid \d+, cpu, (\d+) PyTorch thread
 def test_every_rank_and_a_restarted_one_step_with_the_torch_threads_given(tmp_path):
     flags = (*FLAGS, "--voices-dir", str(tmp_path / "voices"))
     with polyvox_serve(*flags, env={"OMP_NUM_THREADS": "2"}) as (proc, url):
+        # /ready answers 200 once one rank serves; a rank killed before its first start ends fails the start
+        wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "ready", "both ranks serve")
         kill9(engine_pid_of_rank(proc.pid, 0))
         wait_until(
             lambda: (

@@ -73,6 +73,7 @@ def test_sigterm_to_the_whole_process_group_drains_as_sigterm_to_the_server_does
     stream in flight ends whole, the server exits 0, and no process of the group is left."""
     flags = (*FLAGS, "--voices-dir", str(tmp_path / "voices"), "--shutdown-grace-s", "120")
     with polyvox_serve(*flags, preexec=os.setsid) as (proc, url):  # its own process group
+        wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "ready", "both ranks serve")
         assert speak(url, "Warm up.").status_code == 200
         group = descendants(proc.pid)
         assert len(engine_pids(proc.pid)) == 2
@@ -154,6 +155,7 @@ def test_a_forkserver_killed_with_9_leaves_no_rank_running_and_the_server_serves
     device beside the one started in its place) and starts them again from a new forkserver."""
     flags = (*FLAGS, "--voices-dir", str(tmp_path / "voices"))
     with polyvox_serve(*flags) as (proc, url):
+        wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "ready", "both ranks serve")
         assert speak(url, "Warm up.").status_code == 200
         first = engine_pids(proc.pid)
         (forkserver,) = [pid for pid in children(proc.pid) if "multiprocessing.forkserver" in _cmdline(pid)]
