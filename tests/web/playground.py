@@ -24,11 +24,24 @@ def open_playground(page, url: str, key: str | None = None, path: str = "/") -> 
 
 
 def wait_for_text(page, selector: str, pattern: str) -> str:
-    """Wait until the element's text matches `pattern` (a regular expression); returns the text."""
-    page.wait_for_function(
-        "([selector, pattern]) => new RegExp(pattern).test(document.querySelector(selector).textContent)",
-        arg=[selector, pattern],
-    )
+    """Wait until the element's text matches `pattern` (a regular expression); returns the text. Past the
+    page's timeout the failure says what the element, and the page's error lines, said instead."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout  # the browser tests' own import
+
+    try:
+        page.wait_for_function(
+            "([selector, pattern]) => new RegExp(pattern).test(document.querySelector(selector).textContent)",
+            arg=[selector, pattern],
+        )
+    except PlaywrightTimeout:
+        shown = page.evaluate(
+            "(selector) => [selector, ...[...document.querySelectorAll('[id$=-error], #notice')]"
+            ".filter((e) => e.id !== selector.slice(1)).map((e) => '#' + e.id)]"
+            ".map((s) => s + ': ' + JSON.stringify(document.querySelector(s).textContent))",
+            selector,
+        )
+        shows = "; ".join(shown)
+        raise AssertionError(f"{selector} never matched {pattern!r}; the page shows {shows}") from None
     return page.inner_text(selector)
 
 
