@@ -21,6 +21,20 @@ def engine_pids(server_pid: int) -> list[int]:
     return sorted(pids)
 
 
+def forkserver_of(server_pid: int) -> int:
+    """The server's forkserver: the child its engine ranks were forked from."""
+    (forkserver,) = [pid for pid in children(server_pid) if "multiprocessing.forkserver" in _cmdline(pid)]
+    return forkserver
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` (children of any of its threads, and theirs)."""
+    found = children(pid)
+    for child in list(found):
+        found |= descendants(child)
+    return found
+
+
 def children(pid: int) -> set[int]:
     """The children of any of `pid`'s threads."""
     found: set[int] = set()

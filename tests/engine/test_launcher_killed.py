@@ -12,23 +12,10 @@ from pathlib import Path
 
 import httpx
 
-from engine.processes import alive, engine_pid_of_rank, engine_pids, kill9
+from engine.processes import alive, descendants, engine_pid_of_rank, engine_pids, kill9
 from engine.serving import FLAGS, LONG, LONG_SEED, SPEECH, speak
 from helpers.serve_process import polyvox_serve
 from helpers.waiting import wait_until
-
-
-def descendants(pid: int) -> set[int]:
-    """Every process below `pid` (children of any of its threads, and theirs)."""
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            children = {int(child) for child in (task / "children").read_text().split()}
-        except OSError:
-            continue
-        for child in children - found:
-            found |= {child} | descendants(child)
-    return found
 
 
 class Stream:

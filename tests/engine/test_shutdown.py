@@ -1,8 +1,9 @@
 """Shutting down with engine processes: SIGTERM lets the requests in flight on every rank finish while new
 ones get 503, then every engine process exits with the server; an API server killed with -9 leaves no
-engine behind either (each notices its parent is gone). While an engine process starts, `/ready` names
+engine behind either (each notices its owner is gone). While an engine process starts, `/ready` names
 its stages; with one rank, kill -9 of its engine makes `/ready` 503 until that process is restarted, and a
-request sent meanwhile waits for it."""
+request sent meanwhile waits for it. SIGTERM to the whole process group (a service manager's) drains as
+SIGTERM to the server does; a forkserver killed with -9 leaves no rank running beside their restarts."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import time
 
 import httpx
 
-from engine.processes import alive, children, engine_pids, kill9
+from engine.processes import alive, descendants, engine_pids, forkserver_of, kill9
 from engine.serving import FLAGS, LONG, LONG_SEED, SPEECH, Stream, routed_per_rank, speak
 from helpers.metrics import scrape, value
 from helpers.serve_process import free_port, polyvox_serve
@@ -90,14 +91,6 @@ def test_sigterm_to_the_whole_process_group_drains_as_sigterm_to_the_server_does
     wait_until(lambda: not any(alive(pid) for pid in group), "every process of the group exited", timeout=10)
 
 
-def descendants(pid: int) -> set[int]:
-    """The processes below `pid`, and theirs."""
-    found = children(pid)
-    for child in list(found):
-        found |= descendants(child)
-    return found
-
-
 def test_ready_names_the_engine_process_stages_and_a_server_killed_with_9_leaves_no_engine(tmp_path):
     port = free_port()
     # the default CPU KV cache of the tiny model (2 GiB, 131,072 blocks): its engine core takes a while to
@@ -158,8 +151,7 @@ def test_a_forkserver_killed_with_9_leaves_no_rank_running_and_the_server_serves
         wait_until(lambda: httpx.get(f"{url}/ready").json().get("status") == "ready", "both ranks serve")
         assert speak(url, "Warm up.").status_code == 200
         first = engine_pids(proc.pid)
-        (forkserver,) = [pid for pid in children(proc.pid) if "multiprocessing.forkserver" in _cmdline(pid)]
-        kill9(forkserver)
+        kill9(forkserver_of(proc.pid))
         wait_until(lambda: not any(alive(pid) for pid in first), "the ranks it forked are gone")
         wait_until(
             lambda: (
@@ -169,11 +161,3 @@ def test_a_forkserver_killed_with_9_leaves_no_rank_running_and_the_server_serves
         )
         assert not set(engine_pids(proc.pid)) & set(first)
         assert speak(url, "Served again.").status_code == 200
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            return cmdline.read().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
