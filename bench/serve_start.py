@@ -28,7 +28,10 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from served_bench import die_with_parent, free_port, stop_server, wait_ready  # noqa: E402
+
+from engine.processes import descendants  # noqa: E402
 
 SPEECH = {"model": "tts-1", "voice": "alloy", "response_format": "wav", "input": "Hello there, how are you?"}
 
@@ -41,22 +44,9 @@ def cpu_and_memory(pid: int) -> tuple[float, float]:
     return cpu, int(status.split("VmRSS:")[1].split()[0]) / 1024
 
 
-def descendants(pid: int) -> list[int]:
-    """`pid` and every process below it (children of any of its threads, and theirs)."""
-    found, todo = [], [pid]
-    while todo:
-        found.append(todo.pop())
-        for task in Path(f"/proc/{found[-1]}/task").glob("*"):
-            try:
-                todo += [int(child) for child in (task / "children").read_text().split()]
-            except OSError:
-                continue
-    return found
-
-
 def tree_cost(pid: int) -> dict:
     """The processes at and below `pid`: how many, their CPU seconds and PSS (MiB) now."""
-    pids = descendants(pid)
+    pids = [pid, *descendants(pid)]
     cpu = pss_kib = 0.0
     for each in pids:
         try:
