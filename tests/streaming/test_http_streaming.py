@@ -228,7 +228,10 @@ def test_a_client_leaving_mid_stream_cancels_its_generation_and_frees_its_kv_blo
     }
     with httpx.stream("POST", f"{url}/v1/audio/speech", json=payload, timeout=120) as response:
         assert response.status_code == 200
-        next(response.iter_raw())
+        # the iterator is kept until the client leaves: one dropped at once closes it, and its connection
+        # with it (the server could cancel the request before the poll below first looked)
+        received = response.iter_raw()
+        next(received)
         # the engine's counters are read from this thread while its step loop runs: wait for a reading
         # that shows the request held (its 300 patches take far longer than that)
         held = lambda: stats().running == 1 and stats().kv_blocks_used > 0  # noqa: E731
