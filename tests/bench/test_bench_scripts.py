@@ -139,6 +139,20 @@ def test_serve_start_times_each_tree_to_ready_and_its_first_request(tmp_path):
     assert completed.stdout.splitlines()[-1].startswith(f"{ROOT}: 2 starts, ready_s ")
 
 
+def test_app_start_times_each_phase_of_an_app_and_its_first_requests(tmp_path):
+    out = tmp_path / "apps.json"
+    command = [sys.executable, "bench/app_start.py", "--tree", str(ROOT), "--rounds", "1", "--apps", "3"]
+    completed = subprocess.run(
+        [*command, "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    (round_,) = json.loads(out.read_text())["rounds"]
+    assert (round_["tree"], round_["apps"]) == (str(ROOT), 3)
+    for phase in ("create_app_ms", "serve_ms", "first_request_ms", "next_request_ms"):
+        assert round_[phase] > 0
+    assert completed.stdout.splitlines()[-1].startswith(f"{ROOT}: 1 rounds, create_app_ms ")
+
+
 def test_onnx_levels_times_every_level_and_compares_its_audio(tmp_path):
     out = tmp_path / "levels.json"
     command = [sys.executable, "bench/onnx_levels.py", "--rounds", "1", "--text", "One short line."]

@@ -37,6 +37,7 @@ from polyvox.server.lifecycle.warmup import warm_up
 from polyvox.server.metrics import MetricsMiddleware
 from polyvox.server.path_slashes import MergeSlashesMiddleware
 from polyvox.server.request_id import RequestIdMiddleware
+from polyvox.server.routers import add_routes
 from polyvox.server.shared_state import fresh_reads, state_url
 from polyvox.server.speech import route as speech_route
 from polyvox.server.speech.caching import open_store
@@ -218,17 +219,17 @@ def create_app(
     install_error_handlers(app, metrics.errors)
     quiet_cut_streams()  # a stream cut by its deadline is an answered outcome, not an app error
     voices.install_voice_errors(app, metrics)
-    app.include_router(speech_route.router)
-    app.include_router(catalog.router)
-    app.include_router(voices.router)
-    app.include_router(consents.router)
-    app.include_router(websocket_route.router)
-    app.include_router(elevenlabs_routes.router)  # /elevenlabs: ElevenLabs' clients (docs/agents.md)
-    app.include_router(lexicon.router)
-    app.include_router(lora.router)
-    app.include_router(admin_keys.router)
-    app.include_router(usage_route.router)
-    app.include_router(health.router)
+    add_routes(app, speech_route.router)
+    add_routes(app, catalog.router)
+    add_routes(app, voices.router)
+    add_routes(app, consents.router)
+    add_routes(app, websocket_route.router)
+    add_routes(app, elevenlabs_routes.router)  # /elevenlabs: ElevenLabs' clients (docs/agents.md)
+    add_routes(app, lexicon.router)
+    add_routes(app, lora.router)
+    add_routes(app, admin_keys.router)
+    add_routes(app, usage_route.router)
+    add_routes(app, health.router)
     if settings.ui:
         ui.install(app)
     openapi_errors.install(app)  # the document lists each route's error answers, in OpenAI's shape

@@ -22,6 +22,7 @@ from starlette.staticfiles import StaticFiles
 from polyvox.server.deps import get_service
 from polyvox.server.errors import APIError
 from polyvox.server.protocol import SpeechRequest
+from polyvox.server.routers import add_routes
 from polyvox.server.speech.synthesis import SpeechService
 from polyvox.server.tenancy.caller import caller_of
 from polyvox.server.tenancy.ownership import visible_voices
@@ -124,5 +125,5 @@ async def playground_voices(
 
 def install(app: FastAPI) -> None:
     """Serve the playground: its routes, and its assets as static files."""
-    app.include_router(router)
+    add_routes(app, router)
     app.mount(ASSETS_PATH, StaticFiles(packages=[("polyvox", "web")]), name="ui-assets")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from polyvox.server.elevenlabs import http_routes, socket_route, voices
+from polyvox.server.routers import add_routes
 
 router = APIRouter()
-router.include_router(http_routes.router)
-router.include_router(voices.router)
-router.include_router(socket_route.router)
+add_routes(router, http_routes.router)
+add_routes(router, voices.router)
+add_routes(router, socket_route.router)
