@@ -105,6 +105,9 @@ def test_a_clip_saved_as_a_voice_appears_in_the_picker_speaks_and_is_renamed(pag
     assert page.input_value("#speak-voice") == "browser_voice"  # listed, and picked
     assert "2.0 s clip" in page.inner_text("#voice-description")
     page.fill("#speak-input", "My own voice.")
+    # seeded: the page plays what it gets, and unseeded the tiny random model's noise decided how long (2.7
+    # to 11.4 s for this test's call); seeds 1 to 5 gave 1.0 to 4.9 s of audio, this one 1.0
+    page.fill("#speak-seed", "2")
     with page.expect_request(is_speech_post) as sent:
         status = speak(page)
     assert status.startswith("Done"), page.inner_text("#speak-error")
