@@ -17,10 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from serve_start import summary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PHASES = ("create_app_ms", "serve_ms", "first_request_ms", "next_request_ms")
@@ -64,15 +67,6 @@ def one_round(tree: str, apps: int) -> dict:
     return {"tree": tree, "apps": apps, **dict(zip(PHASES, medians, strict=True))}
 
 
-def summary(rounds: list[dict], tree: str) -> str:
-    mine = [r for r in rounds if r["tree"] == tree]
-    parts = []
-    for phase in PHASES:
-        values = [r[phase] for r in mine]
-        parts.append(f"{phase} {statistics.median(values):.1f} [{min(values):.1f}-{max(values):.1f}]")
-    return f"{tree}: {len(mine)} rounds, " + ", ".join(parts)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", action="append", required=True, help="a checkout whose src/ to run")
@@ -88,7 +82,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({"rounds": rounds}, indent=1))
     for tree in args.tree:
-        print(summary(rounds, tree))
+        print(summary(rounds, tree, PHASES, "rounds"))
 
 
 if __name__ == "__main__":

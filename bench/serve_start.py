@@ -86,13 +86,17 @@ def one_start(tree: str, flags: list[str], timeout_s: float = 300.0) -> dict:
     }
 
 
-def summary(rounds: list[dict], tree: str) -> str:
+START_KEYS = ("ready_s", "cpu_at_ready_s", "rss_mib", "first_request_s", "tree_cpu_s", "tree_pss_mib")
+
+
+def summary(rounds: list[dict], tree: str, keys: tuple[str, ...] = START_KEYS, each: str = "starts") -> str:
+    """One line for `tree`: how many of its rounds, and each key's median [range] over them."""
     mine = [r for r in rounds if r["tree"] == tree]
     parts = []
-    for key in ("ready_s", "cpu_at_ready_s", "rss_mib", "first_request_s", "tree_cpu_s", "tree_pss_mib"):
+    for key in keys:
         values = [r[key] for r in mine]
         parts.append(f"{key} {statistics.median(values):g} [{min(values):g}-{max(values):g}]")
-    return f"{tree}: {len(mine)} starts, " + ", ".join(parts)
+    return f"{tree}: {len(mine)} {each}, " + ", ".join(parts)
 
 
 def main() -> None:
