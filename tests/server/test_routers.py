@@ -1,8 +1,9 @@
 """The app takes its routers' routes as they were declared (`server/routers.py`) rather than through
 FastAPI's `include_router`, which builds them again for every app: what a client meets is the same
 either way. The app is built both ways here, FastAPI's own inclusion as the reference: the same routes
-in the same order (path, methods, name, kind: the order decides which route answers) and the same
-OpenAPI document; and every route of every router is served, once."""
+in the same order (path, methods and name of each; the order decides which route answers: an included
+router is opened through FastAPI's own view of it, `effective_candidates`) and the same OpenAPI
+document; and every route of every router is served, once."""
 
 from __future__ import annotations
 
