@@ -10,6 +10,7 @@ import os
 import pytest
 import zmq
 
+from polyvox.core.config import BatchingConfig
 from polyvox.engine import messages as m
 from polyvox.engine import process_main
 from polyvox.engine.model_spec import ModelSpec
@@ -21,7 +22,8 @@ from polyvox.engine.request import EngineRequest
 
 @pytest.fixture
 def engine_loop():
-    options = WorkerOptions(torch_threads=1)
+    # a small KV pool: the default on a CPU (cpu_kv_cache_bytes, 2 GiB) is seconds of zeroing per engine
+    options = WorkerOptions(config=BatchingConfig(num_kv_blocks=256), torch_threads=1)
     worker = options.worker(
         options.prompt_builder(ModelSpec(random_weights="tiny", device="cpu").source().load())
     )

@@ -218,9 +218,12 @@ def test_deadline_while_streaming_sse_ends_with_an_error_event(serve) -> None:
 
 def test_voxcpm2_step_failure_fails_its_requests_and_the_engine_keeps_serving() -> None:
     from polyvox.backends.voxcpm import VoxCPMBackend
+    from polyvox.core.config import BatchingConfig
     from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
-    backend = VoxCPMBackend(VoxCPM2.random("tiny", device="cpu", dtype="float32"), max_patches=6)
+    # a small KV pool: the default on a CPU (cpu_kv_cache_bytes, 2 GiB) is seconds of zeroing per engine
+    model = VoxCPM2.random("tiny", device="cpu", dtype="float32")
+    backend = VoxCPMBackend(model, BatchingConfig(num_kv_blocks=256), max_patches=6)
     app = create_app(Settings(max_concurrent_requests=8), backend)
     with running_server(app) as url:
         runner = backend._step_loop.core.runner

@@ -84,10 +84,13 @@ def test_an_engine_that_never_started_is_not_restarted(serve) -> None:
 
 def test_voxcpm2_step_loop_that_gives_up_is_restarted_and_serves_again() -> None:
     from polyvox.backends.voxcpm import VoxCPMBackend
+    from polyvox.core.config import BatchingConfig
     from polyvox.core.async_core import MAX_CONSECUTIVE_FAILURES
     from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
-    backend = VoxCPMBackend(VoxCPM2.random("tiny", device="cpu", dtype="float32"), max_patches=6)
+    # a small KV pool: the default on a CPU (cpu_kv_cache_bytes, 2 GiB) is seconds of zeroing per engine
+    model = VoxCPM2.random("tiny", device="cpu", dtype="float32")
+    backend = VoxCPMBackend(model, BatchingConfig(num_kv_blocks=256), max_patches=6)
     app = create_app(Settings(max_concurrent_requests=8), backend)
     with running_server(app) as url, httpx.Client(timeout=60) as client:
         broken = backend._step_loop
