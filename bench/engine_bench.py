@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import platform
 import statistics
 import sys
@@ -56,6 +57,13 @@ def config_for(size: str) -> VoxCPM2Config:
     data["encoder_config"]["num_layers"] = full.encoder_config.num_layers
     data["dit_config"]["num_layers"] = full.dit_config.num_layers
     return VoxCPM2Config.model_validate(data)
+
+
+def env_kv_blocks() -> int | None:
+    """The KV pool's size in blocks where POLYVOX_NUM_KV_BLOCKS sets it (the variable `polyvox serve`
+    reads for `num_kv_blocks`), else None: sized from the device's memory (on a CPU, 2 GiB)."""
+    value = os.environ.get("POLYVOX_NUM_KV_BLOCKS")
+    return int(value) if value else None
 
 
 def build_model(size: str, device: torch.device, dtype: torch.dtype, seed: int = 0):
@@ -239,7 +247,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--text-repeats", type=int, default=3, help="prompt length, in copies of the pangram")
     ap.add_argument("--timesteps", type=int, default=10)
     ap.add_argument("--max-num-seqs", type=int, default=256)
-    ap.add_argument("--num-kv-blocks", type=int, default=None)
+    ap.add_argument(
+        "--num-kv-blocks",
+        type=int,
+        default=env_kv_blocks(),
+        help="the KV pool in blocks (default: POLYVOX_NUM_KV_BLOCKS, else sized from the device's memory)",
+    )
     ap.add_argument("--no-cuda-graphs", action="store_true")
     ap.add_argument("--no-audio", action="store_true", help="skip the VAE decode (LM side only)")
     ap.add_argument("--prefill-policy", choices=["mixed", "separate", "adaptive"], default="mixed")

@@ -128,11 +128,17 @@ def profile_section() -> None:
     size = SIZE
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     config, lm, vae = engine_bench.build_model(size, device, dtype)
+    kv_blocks = engine_bench.env_kv_blocks()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     result = {}
     for batch in [int(b) for b in os.environ.get("PROFILE_BATCHES", "1,64,256").split(",")]:
         core = EngineCore(
-            lm, vae, config, BatchingConfig(max_num_seqs=batch, max_graph_batch=batch), device, dtype
+            lm,
+            vae,
+            config,
+            BatchingConfig(max_num_seqs=batch, max_graph_batch=batch, num_kv_blocks=kv_blocks),
+            device,
+            dtype,
         )
         runner = core.runner
         timings: dict[str, float] = {}
