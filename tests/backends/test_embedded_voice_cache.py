@@ -15,6 +15,7 @@ from polyvox.backends.embedded import EmbeddedBackend
 from polyvox.backends.embedded_voice import (
     ALIGNED_SHA256,
     VOICE_SHA256,
+    VoiceFiles,
     locate_voice,
     read_verified,
     with_alignments,
@@ -59,6 +60,18 @@ def test_a_second_start_reads_the_marked_voice_from_the_cache_without_onnx(cache
     again = timed_words(EmbeddedBackend(max_workers=1))
     assert [(s.start, s.end) for s in again] == [(s.start, s.end) for s in first]
     assert not any(span.approximate for span in again)
+
+
+def test_with_the_marked_voice_cached_a_start_needs_nothing_of_the_package_s_model_file(cache, tmp_path):
+    """What runs is the checked marked model alone: the package's 60 MB file is not read again (nor
+    hashed) at each start, so one that is gone or changed since cannot stop it."""
+    first = timed_words(EmbeddedBackend(max_workers=1))
+    changed = tmp_path / "changed.onnx"
+    changed.write_bytes(b"not the voice")
+    for model in (changed, tmp_path / "gone.onnx"):
+        files = VoiceFiles(model=model, config=locate_voice().config)
+        again = timed_words(EmbeddedBackend(max_workers=1, files=files))
+        assert [(s.start, s.end) for s in again] == [(s.start, s.end) for s in first]
 
 
 def test_a_cached_file_that_is_not_the_pinned_one_is_never_used_and_is_replaced(cache, monkeypatch):

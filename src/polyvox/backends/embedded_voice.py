@@ -5,7 +5,8 @@ version in pyproject.toml and by the SHA-256 of its ONNX file here. The file is 
 and the same bytes are handed to ONNX Runtime, so what runs is exactly what was checked (with one more
 output marked, the phoneme lengths it computes anyway, for word timestamps). Marking it takes the `onnx`
 package, whose import alone is about a second of CPU: the marked model is kept in the user's cache
-(`~/.cache/polyvox/embedded-voice`), pinned by its own SHA-256 too, and later starts read it from there.
+(`~/.cache/polyvox/embedded-voice`), pinned by its own SHA-256 too, and later starts read it from there
+alone: what runs is then exactly the marked model that was checked, and the package's file is not read.
 """
 
 from __future__ import annotations
@@ -93,26 +94,45 @@ def aligned_cache_dir() -> Path:
     return cache_home("XDG_CACHE_HOME") / "polyvox" / "embedded-voice"
 
 
+def _cached_path() -> Path | None:
+    """Where the marked pinned voice is kept; None for a user with no home directory (an arbitrary UID in
+    a container, HOME unset): nowhere to keep it."""
+    try:
+        return aligned_cache_dir() / f"{ALIGNED_SHA256}.onnx"
+    except StartupError:
+        return None
+
+
+def cached_aligned_model() -> bytes | None:
+    """The marked pinned voice from the cache when the file there is ALIGNED_SHA256, else None (none kept,
+    unreadable, or another file: that one is logged, then marked again and replaced)."""
+    cached = _cached_path()
+    if cached is None:
+        return None
+    try:
+        data = cached.read_bytes()
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() == ALIGNED_SHA256:
+        return data
+    log.warning("ignoring %s: it is not the marked voice polyvox pins; marking it again", cached)
+    return None
+
+
 def aligned_model(model_bytes: bytes) -> bytes:
     """`with_alignments(model_bytes)` for the pinned voice (`model_bytes` checked against VOICE_SHA256 by
     the caller): read from the cache when the file there is ALIGNED_SHA256, else marked now and, when
     that gives ALIGNED_SHA256 (this onnx writes it so), kept there for the next start. A cache that cannot
-    be read or written only costs the marking, as does a user with no home directory (an arbitrary UID in
-    a container, HOME unset)."""
-    try:
-        cached = aligned_cache_dir() / f"{ALIGNED_SHA256}.onnx"
-    except StartupError:  # no home directory: nowhere to keep it
-        return with_alignments(model_bytes)
-    try:
-        data = cached.read_bytes()
-    except OSError:
-        pass
-    else:
-        if hashlib.sha256(data).hexdigest() == ALIGNED_SHA256:
-            return data
-        log.warning("ignoring %s: it is not the marked voice polyvox pins; marking it again", cached)
+    be read or written only costs the marking, as does a user with no home directory."""
+    if (data := cached_aligned_model()) is not None:
+        return data
+    return mark_and_keep(model_bytes)
+
+
+def mark_and_keep(model_bytes: bytes) -> bytes:
+    """`with_alignments(model_bytes)` for the pinned voice, kept in the cache when it is ALIGNED_SHA256."""
     aligned = with_alignments(model_bytes)
-    if hashlib.sha256(aligned).hexdigest() == ALIGNED_SHA256:
+    if hashlib.sha256(aligned).hexdigest() == ALIGNED_SHA256 and (cached := _cached_path()) is not None:
         _keep(cached, aligned)
     return aligned
 
@@ -141,9 +161,13 @@ def load_voice(files: VoiceFiles, expected_sha256: str = VOICE_SHA256, threads: 
     except ImportError as exc:
         raise BackendError(f"The embedded voice needs piper-tts; {_INSTALL_HINT}.") from exc
 
-    model_bytes = read_verified(files.model, expected_sha256)
     pinned = expected_sha256.lower() == VOICE_SHA256
-    model_bytes = aligned_model(model_bytes) if pinned else with_alignments(model_bytes)
+    # the pinned voice, marked and checked, from the cache: the package's file is then not read (nor
+    # hashed: 60 MB, a fifth of a start's loading); else that file, checked, then marked
+    model_bytes = cached_aligned_model() if pinned else None
+    if model_bytes is None:
+        model_bytes = read_verified(files.model, expected_sha256)
+        model_bytes = mark_and_keep(model_bytes) if pinned else with_alignments(model_bytes)
     config = PiperConfig.from_dict(json.loads(files.config.read_text(encoding="utf-8")))
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads or max(1, (os.cpu_count() or 1) // 2)
