@@ -84,8 +84,8 @@ def test_an_engine_that_never_started_is_not_restarted(serve) -> None:
 
 def test_voxcpm2_step_loop_that_gives_up_is_restarted_and_serves_again() -> None:
     from polyvox.backends.voxcpm import VoxCPMBackend
-    from polyvox.core.config import BatchingConfig
     from polyvox.core.async_core import MAX_CONSECUTIVE_FAILURES
+    from polyvox.core.config import BatchingConfig
     from polyvox.models.voxcpm2.loaded_model import VoxCPM2
 
     # a small KV pool: the default on a CPU (cpu_kv_cache_bytes, 2 GiB) is seconds of zeroing per engine
