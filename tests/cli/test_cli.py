@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import pytest
 import soundfile
 
 from helpers.audio import decode, pcm_samples
+from helpers.serve_process import free_port
 from polyvox.backends.fake import FakeBackend
 from polyvox.bench.loadgen import DEFAULT_INPUT
 from polyvox.cli import build_parser, main, settings_from_args
@@ -168,14 +168,8 @@ def test_bench_counts_errors(serve) -> None:
 # --- serve ------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_serve_starts_a_server_and_warns_beyond_loopback(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         command = [*POLYVOX, "serve", "--host", "0.0.0.0", "--port", str(port)]

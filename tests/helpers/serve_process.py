@@ -16,11 +16,21 @@ from contextlib import contextmanager
 
 import httpx
 
+# Every port free_port has handed out in this process: the kernel may give a port it just gave (and
+# that was closed again) to the next bind, and two ports asked for one after the other (a site's HTTP
+# and HTTPS listeners, three replicas) must differ.
+_HANDED_OUT: set[int] = set()
+
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A loopback port nothing listens on now, and never one this process was given before."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 @contextmanager

@@ -5,7 +5,6 @@ polyvox, polyvox's `synthesize` gives the official `generate`'s waveform for the
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from safetensors.torch import save_file
 from helpers.audio import decode
 from helpers.clips import pyav_file, wav_bytes
 from helpers.official import build_official_model, lm_state_dict
+from helpers.serve_process import free_port
 from polyvox.models.random_checkpoint import write_random_checkpoint
 from polyvox.models.tokenizer import build_test_tokenizer
 from polyvox.models.voxcpm2.config import VoxCPM2Config
@@ -204,9 +204,7 @@ def test_polyvox_say_speaks_with_a_checkpoint_the_official_code_wrote(official_d
 def test_polyvox_serve_speaks_48k_with_a_checkpoint_the_official_code_wrote(official_dir, tmp_path):
     """`polyvox serve --model DIR` on loopback, asked through the official `openai` client."""
     _, directory = official_dir
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     env = {"POLYVOX_CACHE_ENABLED": "false", "POLYVOX_VOICES_DIR": str(tmp_path / "voices")}
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
