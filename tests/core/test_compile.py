@@ -26,8 +26,8 @@ def test_a_compiled_engine_gives_the_eager_outputs_and_can_be_switched_back(tiny
     from torch._inductor import config as inductor
 
     # Inductor's C++ kernels without SIMD (no vector width is 1 bit wide): the same graphs, fusions and
-    # shapes are compiled, in scalar loops g++ builds in two thirds of the CPU (86 -> 59 s cold, from an
-    # empty compile cache, as every CI machine has). A GPU's kernels are Triton's, untouched by this.
+    # shapes are compiled, in scalar loops g++ builds in about three quarters of the CPU (86 -> 60-63 s
+    # from an empty compile cache, as every CI machine has). A GPU's kernels are Triton's, untouched.
     monkeypatch.setattr(inductor.cpp, "simdlen", 1)
 
     requests, alone = mixed

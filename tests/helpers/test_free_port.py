@@ -9,7 +9,7 @@ from helpers.serve_process import free_port
 
 
 def test_ports_asked_for_one_after_the_other_all_differ():
-    # 2,000 draws from the kernel's ~28,000 ephemeral ports repeat one about 70 times when each is only
-    # free at the moment it is drawn
+    # 2,000 ports that are only free at the moment each is drawn repeat some (about 70 repeats if the
+    # kernel drew from its ~28,000 ephemeral ports uniformly); this failed before free_port kept count
     ports = [free_port() for _ in range(2000)]
     assert len(set(ports)) == len(ports)

@@ -163,7 +163,7 @@ def load_voice(files: VoiceFiles, expected_sha256: str = VOICE_SHA256, threads: 
 
     pinned = expected_sha256.lower() == VOICE_SHA256
     # the pinned voice, marked and checked, from the cache: the package's file is then not read (nor
-    # hashed: 60 MB, a fifth of a start's loading); else that file, checked, then marked
+    # hashed: 60 MB, more than a quarter of a load's CPU); else that file, checked, then marked
     model_bytes = cached_aligned_model() if pinned else None
     if model_bytes is None:
         model_bytes = read_verified(files.model, expected_sha256)
