@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import platform
 import statistics
 import sys
@@ -60,10 +59,11 @@ def config_for(size: str) -> VoxCPM2Config:
 
 
 def env_kv_blocks() -> int | None:
-    """The KV pool's size in blocks where POLYVOX_NUM_KV_BLOCKS sets it (the variable `polyvox serve`
-    reads for `num_kv_blocks`), else None: sized from the device's memory (on a CPU, 2 GiB)."""
-    value = os.environ.get("POLYVOX_NUM_KV_BLOCKS")
-    return int(value) if value else None
+    """The KV pool's size in blocks as `polyvox serve` reads its `num_kv_blocks` setting (where
+    POLYVOX_NUM_KV_BLOCKS sets it), else None: sized from the device's memory (on a CPU, 2 GiB)."""
+    from polyvox.settings import Settings
+
+    return Settings().num_kv_blocks
 
 
 def build_model(size: str, device: torch.device, dtype: torch.dtype, seed: int = 0):
