@@ -27,7 +27,8 @@ import torch
 from polyvox.core.config import BatchingConfig
 from polyvox.core.core import EngineCore
 from polyvox.core.sequence import SamplingParams, SequenceStatus
-from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.layers.audio_vae import AudioVAE
+from polyvox.models.layers.audio_vae_config import AudioVAEConfig
 from polyvox.models.prompt import build_prompt
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM

@@ -43,7 +43,8 @@ from polyvox.core.config import BatchingConfig
 from polyvox.core.core import BatchingStats, EngineCore, StepOutput
 from polyvox.core.sequence import SamplingParams
 from polyvox.engine.messages import Chunk, Outputs, encode
-from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.layers.audio_vae import AudioVAE
+from polyvox.models.layers.audio_vae_config import AudioVAEConfig
 from polyvox.models.prompt import Prompt
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM

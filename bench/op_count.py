@@ -24,7 +24,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from polyvox.core.config import BatchingConfig
 from polyvox.core.core import EngineCore
 from polyvox.core.sequence import SamplingParams
-from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.layers.audio_vae import AudioVAE
+from polyvox.models.layers.audio_vae_config import AudioVAEConfig
 from polyvox.models.prompt import build_prompt
 from polyvox.models.voxcpm2.model import VoxCPM2LM
 

@@ -1,7 +1,8 @@
 """`polyvox serve` with only what `make serve` installs: the `redis` package (the `redis` extra, in the
-test extras too) is hidden from a real server process by a stand-in that fails to import as a missing
-package does, so a module-level `import redis` on the serving path fails here as it did on a fresh
-clone. `.ci/serve_smoke.sh` proves the same in an environment really built without the test extras."""
+test extras too) is hidden from a real server process as a missing package is (importing it, and asking
+whether it is there, fail as they would), so a module-level `import redis` on the serving path fails
+here as it did on a fresh clone. `.ci/serve_smoke.sh` proves the same in an environment really built
+without the test extras."""
 
 from __future__ import annotations
 
@@ -13,18 +14,35 @@ from pathlib import Path
 import openai
 import pytest
 
+from engine.processes import maps_torch
 from helpers.audio import decode
 from helpers.serve_process import polyvox_serve
 
-MISSING = 'raise ModuleNotFoundError("No module named {name!r}", name={name!r})\n'
+# A `sitecustomize` (Python imports it at start in every process, children too) whose finder answers for
+# the hidden packages first: importing one, or `importlib.util.find_spec` asking for it, raises
+# ModuleNotFoundError as a package that is not installed does.
+MISSING = """import sys
+
+HIDDEN = {names!r}
+
+
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in HIDDEN:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NotInstalled())
+"""
 
 
 def without(tmp_path: Path, *packages: str) -> dict[str, str]:
-    """Environment variables under which importing any of `packages` fails as if it were not installed."""
+    """Environment variables under which any of `packages` is missing to every Python process started
+    with them, as if it were not installed."""
     shadow = tmp_path / "without"
-    for name in packages:
-        (shadow / name).mkdir(parents=True)
-        (shadow / name / "__init__.py").write_text(MISSING.format(name=name))
+    shadow.mkdir()
+    (shadow / "sitecustomize.py").write_text(MISSING.format(names=set(packages)))
     path = os.pathsep.join(filter(None, [str(shadow), os.environ.get("PYTHONPATH")]))
     return {"PYTHONPATH": path}
 
@@ -32,6 +50,9 @@ def without(tmp_path: Path, *packages: str) -> dict[str, str]:
 def test_the_stand_in_hides_redis(tmp_path: Path) -> None:
     env = {**os.environ, **without(tmp_path, "redis")}
     result = subprocess.run([sys.executable, "-c", "import redis"], env=env, capture_output=True, text=True)
+    assert result.returncode == 1 and "No module named 'redis'" in result.stderr
+    asked = "import importlib.util; importlib.util.find_spec('redis')"
+    result = subprocess.run([sys.executable, "-c", asked], env=env, capture_output=True, text=True)
     assert result.returncode == 1 and "No module named 'redis'" in result.stderr
 
 
@@ -99,12 +120,6 @@ def test_say_without_the_text_extra_speaks_digits_and_says_why(tmp_path: Path) -
 
 
 # PyTorch: only VoxCPM needs it (the `voxcpm` extra); `make serve` installs none for the embedded voice.
-
-
-def maps_torch(pid: int) -> list[str]:
-    """The libraries of PyTorch process `pid` has mapped (libtorch, libc10...)."""
-    maps = Path(f"/proc/{pid}/maps").read_text()
-    return sorted({line.split()[-1] for line in maps.splitlines() if "/torch/" in line})
 
 
 def test_the_embedded_server_loads_no_torch(tmp_path: Path) -> None:

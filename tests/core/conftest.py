@@ -14,7 +14,8 @@ from polyvox.core.config import BatchingConfig
 from polyvox.core.core import EngineCore
 from polyvox.core.sequence import SamplingParams
 from polyvox.models.audio_in import encode_wav
-from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.layers.audio_vae import AudioVAE
+from polyvox.models.layers.audio_vae_config import AudioVAEConfig
 from polyvox.models.prompt import Prompt, build_prompt
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 from polyvox.models.voxcpm2.model import VoxCPM2LM

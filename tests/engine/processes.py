@@ -87,3 +87,9 @@ def kill9(pid: int) -> None:
 def freeze(pid: int) -> None:
     """Stop the process where it stands (SIGSTOP): it holds its requests and answers nothing."""
     os.kill(pid, signal.SIGSTOP)
+
+
+def maps_torch(pid: int) -> list[str]:
+    """The libraries of PyTorch process `pid` has mapped (libtorch, libc10...): none unless it imported it."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return sorted({line.split()[-1] for line in maps.splitlines() if "/torch/" in line})

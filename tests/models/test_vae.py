@@ -10,7 +10,8 @@ import types
 import pytest
 import torch
 
-from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig, StreamState, fold_weight_norm
+from polyvox.models.layers.audio_vae import AudioVAE, StreamState, fold_weight_norm
+from polyvox.models.layers.audio_vae_config import AudioVAEConfig
 
 CFG = AudioVAEConfig.tiny()
 HOP_OUT = math.prod(CFG.decoder_rates)

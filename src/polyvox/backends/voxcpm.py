@@ -42,22 +42,18 @@ from polyvox.backends.errors import (
     BackendOverloaded,
     PieceLost,
 )
-from polyvox.core.async_core import AsyncEngineCore
 from polyvox.core.config import BatchingConfig
 from polyvox.core.errors import EngineError, EngineInputError, EngineOverloaded
 from polyvox.core.stats import BatchingStats
 from polyvox.engine.adapters import AdapterOptions
 from polyvox.engine.contract import Engine
-from polyvox.engine.in_thread import InThreadEngine
+from polyvox.engine.limits import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE, SHORTEST_INPUT
 from polyvox.engine.link import EngineDied, LostMidAudio
 from polyvox.engine.options import WorkerOptions
-from polyvox.engine.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE, SHORTEST_INPUT
 from polyvox.engine.request import EngineReference, EngineRequest
 from polyvox.engine.stats import combined_stats
 from polyvox.models.architectures import clones_from_clip_alone, designs_voices
-from polyvox.models.interface import Prompt, SpeechModel
 from polyvox.models.lora.files import AdapterError
-from polyvox.models.model_source import ModelSource
 from polyvox.runtime.logs import LogFormat
 from polyvox.runtime.startup import StartupError
 from polyvox.settings import Settings
@@ -72,8 +68,12 @@ from polyvox.settings.guidance import (
 from polyvox.text.emotion import style_description
 
 if TYPE_CHECKING:
+    from polyvox.core.async_core import AsyncEngineCore
     from polyvox.engine.data_parallel import DataParallelEngine
+    from polyvox.engine.in_thread import InThreadEngine
     from polyvox.engine.model_spec import ModelSpec
+    from polyvox.models.interface import Prompt, SpeechModel
+    from polyvox.models.model_source import ModelSource
 
 MAX_REFERENCE_SECONDS = 60.0
 
@@ -110,9 +110,13 @@ class VoxCPMBackend(Backend):
         )
         # what the API side knows of the loaded adapters; the engine ranks hold their weights
         self._adapters = {name: files_info(files) for name, files in self.options.adapters.loaded.items()}
-        self.engine: Engine = (
-            InThreadEngine(model, self.options) if processes is None else processes.engine(self.options)
-        )
+        self.engine: Engine
+        if processes is None:
+            from polyvox.engine.in_thread import InThreadEngine
+
+            self.engine = InThreadEngine(model, self.options)
+        else:  # PyTorch stays out of this process: the engine ranks import it
+            self.engine = processes.engine(self.options)
         self.arch = model.arch  # voxcpm2, voxcpm1.5 or voxcpm1: the prompt modes it has
         self.info = BackendInfo(
             name=self.arch,
@@ -199,6 +203,8 @@ class VoxCPMBackend(Backend):
         return engine.prompts.prompt(engine_request(request, designs=self.info.capabilities.voice_design))
 
     def _in_thread(self) -> InThreadEngine:
+        from polyvox.engine.in_thread import InThreadEngine
+
         if not isinstance(self.engine, InThreadEngine):
             raise RuntimeError("the engine runs in processes of its own")
         return self.engine
@@ -436,7 +442,7 @@ def worker_options(settings: Settings, source: ModelSource) -> WorkerOptions:
     are read here, once (a rank restarting registers these, whatever became of the directories).
     StartupError for an adapter that cannot be used."""
     threads = settings.torch_threads
-    if threads is None and source.device.type == "cpu":
+    if threads is None and source.device == "cpu":
         threads = max(1, (os.cpu_count() or 1) // 2)
     try:
         loaded = {name: read_adapter_files(name, path) for name, path in settings.lora.items()}

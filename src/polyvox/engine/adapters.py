@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from polyvox.models.interface import SpeechModel
-from polyvox.models.lora.bank import Adapter, AdapterBank
-from polyvox.models.lora.files import AdapterError, AdapterFiles
+from polyvox.models.lora.files import AdapterError
+
+if TYPE_CHECKING:
+    from polyvox.models.interface import SpeechModel
+    from polyvox.models.lora.bank import Adapter, AdapterBank
+    from polyvox.models.lora.files import AdapterFiles
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from multiprocessing.process import BaseProcess
 import zmq
 
 from polyvox.engine import messages as m
-from polyvox.engine import process_main
+from polyvox.engine import rank_entry
 from polyvox.engine.link import EngineDied, MPClient
 from polyvox.engine.model_spec import ModelSpec
 from polyvox.engine.options import WorkerOptions
@@ -87,7 +87,7 @@ class EngineClient(MPClient):
         context = start_context()
         level, fmt = self.logging_setup
         process = context.Process(
-            target=process_main.run,
+            target=rank_entry.run,
             args=(self.spec, self.options, self.address, os.getpid(), level, fmt, self.restarts),
             name=f"polyvox-engine-{self.rank}",
             daemon=True,

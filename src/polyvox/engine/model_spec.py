@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from polyvox.models.interface import resolve_device
+from polyvox.models.checkpoint import device_name
 from polyvox.models.model_source import ModelSource, checkpoint_source, on_hub, random_source
 from polyvox.settings import Settings
 
@@ -52,7 +52,7 @@ class ModelSpec:
         if settings.devices:
             return [dataclasses.replace(self, device=d) for d in settings.devices]
         size = settings.data_parallel_size
-        device = str(resolve_device(self.device))
+        device = device_name(self.device)
         if size > 1 and device.startswith("cuda"):
             return [dataclasses.replace(self, device=f"cuda:{rank}") for rank in range(size)]
         return [dataclasses.replace(self, device=device) for _ in range(size)]

@@ -1,16 +1,21 @@
 """`WorkerOptions`: what an engine is built with besides the model (batching configuration, generation
-defaults, PyTorch threads). Plain data, so an engine process receives it as it is."""
+defaults, PyTorch threads). Plain data, so an engine process receives it as it is; the API side makes it
+without importing PyTorch (the engine's parts are imported where they are built)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from polyvox.core.config import BatchingConfig
 from polyvox.engine.adapters import AdapterOptions
-from polyvox.engine.prompt_cache import VoicePromptCache
-from polyvox.engine.prompts import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE, PromptBuilder
-from polyvox.engine.worker import EngineWorker
-from polyvox.models.interface import SpeechModel
+from polyvox.engine.limits import DEFAULT_MAX_PATCHES, REFERENCE_CACHE_SIZE
+
+if TYPE_CHECKING:
+    from polyvox.engine.prompt_cache import VoicePromptCache
+    from polyvox.engine.prompts import PromptBuilder
+    from polyvox.engine.worker import EngineWorker
+    from polyvox.models.interface import SpeechModel
 
 
 @dataclass
@@ -24,6 +29,9 @@ class WorkerOptions:
     adapters: AdapterOptions = field(default_factory=AdapterOptions)
 
     def prompt_builder(self, model: SpeechModel, cache: VoicePromptCache | None = None) -> PromptBuilder:
+        from polyvox.engine.prompt_cache import VoicePromptCache
+        from polyvox.engine.prompts import PromptBuilder
+
         return PromptBuilder(
             model,
             cfg_value=self.cfg_value,
@@ -33,4 +41,6 @@ class WorkerOptions:
         )
 
     def worker(self, prompts: PromptBuilder) -> EngineWorker:
+        from polyvox.engine.worker import EngineWorker
+
         return EngineWorker(prompts, self.config, self.adapters)

@@ -13,15 +13,16 @@ import torch
 from polyvox.audio.resample import resample_clip
 from polyvox.core.errors import EngineInputError
 from polyvox.core.sequence import SamplingParams
+from polyvox.engine.limits import (
+    DEFAULT_MAX_PATCHES,
+    DEFAULT_MIN_PATCHES,
+    REFERENCE_CACHE_SIZE,
+    SHORTEST_INPUT,
+)
 from polyvox.engine.prompt_cache import VoicePromptCache
 from polyvox.engine.request import EngineReference, EngineRequest
 from polyvox.models.architectures import clones_from_clip_alone
 from polyvox.models.interface import Padding, Prompt, SpeechModel
-
-DEFAULT_MAX_PATCHES = 2000
-SHORTEST_INPUT = "a"  # what a voice must leave room to say, at the least
-DEFAULT_MIN_PATCHES = 2
-REFERENCE_CACHE_SIZE = 64
 
 
 class PromptBuilder:

@@ -10,12 +10,14 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polyvox.models.family import ModelFamily
-from polyvox.models.layers.audio_vae import AudioVAEConfig
-from polyvox.models.loaded_model import LoadedModel
+from polyvox.models.layers.audio_vae_config import AudioVAEConfig
 from polyvox.models.speech_config import SpeechConfig
+
+if TYPE_CHECKING:
+    from polyvox.models.loaded_model import LoadedModel
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ def family_of(arch: str) -> ModelFamily:
 
 
 def model_class(arch: str) -> type[LoadedModel]:
+    """The loaded-model class of release `arch`, imported now (with PyTorch)."""
     return family_of(arch).model_class
 
 
@@ -66,7 +69,7 @@ def parse_config(data: Mapping[str, Any]) -> SpeechConfig:
     name = str(data.get("architecture", "voxcpm2")).lower()
     for registered in FAMILIES:
         if registered.config_architecture == name:
-            return load_family(registered).model_class.config_class.model_validate(data)
+            return load_family(registered).config_class.model_validate(data)
     served = ", ".join(registered.config_architecture for registered in FAMILIES)
     raise ValueError(f"architecture {name!r} is not one polyvox serves ({served})")
 
@@ -75,7 +78,7 @@ def _family_of_config(config: SpeechConfig) -> ModelFamily:
     for registered in FAMILIES:
         if registered.config_architecture == config.architecture.lower():
             family = load_family(registered)
-            if type(config) is family.model_class.config_class:
+            if type(config) is family.config_class:
                 return family
     raise ValueError(f"{type(config).__name__} is no registered family's config")
 

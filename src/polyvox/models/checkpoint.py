@@ -1,6 +1,7 @@
 """Reading a checkpoint of any VoxCPM release in the official layout (a directory or a Hugging Face repo
 id) and loading its weights into modules, failing fast with a report of missing, unexpected and
-mis-shaped keys."""
+mis-shaped keys. PyTorch is imported by what reads weights or resolves a device, not with this module:
+finding a checkpoint and reading its config.json need none of it."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch import nn
-
+from polyvox.models.dtypes import DTYPE_NAMES, torch_dtype
 from polyvox.runtime.startup import Progress, StartupError, stage
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
 LM_FILES = ("model.safetensors", "pytorch_model.bin")
 VAE_FILES = ("audiovae.safetensors", "audiovae.pth")
@@ -190,6 +193,8 @@ def _first(directory: Path, names: tuple[str, ...]) -> Path | None:
 
 def read_state(path: Path) -> dict[str, torch.Tensor]:
     """CPU tensors of a .safetensors file or a torch pickle (state possibly under "state_dict")."""
+    import torch
+
     try:
         if path.suffix == ".safetensors":
             return _read_safetensors(path)
@@ -224,6 +229,7 @@ def read_shapes(path: Path) -> dict[str, torch.Tensor] | None:
     for a torch pickle, which has no header to read (it is checked as it loads)."""
     if path.suffix != ".safetensors":
         return None
+    import torch
     from safetensors import safe_open
 
     try:
@@ -263,20 +269,10 @@ def read_weights(directory: Path) -> tuple[dict[str, torch.Tensor], dict[str, to
     return lm_state, vae_state, str(lm_path), str(vae_path or lm_path)
 
 
-_DTYPES = {
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "half": torch.float16,
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "float": torch.float32,
-}
-
-
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     """`auto` is CUDA when PyTorch sees a GPU, else the CPU; CheckpointError for a device it cannot use."""
+    import torch
+
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -299,11 +295,31 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
     """The LM dtype: `auto` is bfloat16 on CUDA and float32 elsewhere."""
+    import torch
+
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype in (None, "auto"):
         return torch.bfloat16 if device.type == "cuda" else torch.float32
-    try:
-        return _DTYPES[dtype]
-    except KeyError:
-        raise CheckpointError(f"unknown dtype {dtype!r} (use bfloat16, float16 or float32)") from None
+    if dtype not in DTYPE_NAMES:
+        raise CheckpointError(f"unknown dtype {dtype!r} (use bfloat16, float16 or float32)")
+    return torch_dtype(dtype)
+
+
+def device_name(device: str | None = "auto") -> str:
+    """The device `device` means, by name (`cpu`, `cuda:1`): the CPU by its name alone; `auto` and CUDA
+    devices are PyTorch's to say (whether it sees a GPU, how many), which imports it. CheckpointError for
+    one it cannot use."""
+    if device == "cpu":
+        return "cpu"
+    return str(resolve_device(device))
+
+
+def dtype_name(dtype: str | None, device: str) -> str:
+    """The precision `dtype` means on `device`: `auto` is bfloat16 on CUDA and float32 elsewhere.
+    CheckpointError for a name it does not know."""
+    if dtype in (None, "auto"):
+        return "bfloat16" if device.startswith("cuda") else "float32"
+    if dtype not in DTYPE_NAMES:
+        raise CheckpointError(f"unknown dtype {dtype!r} (use bfloat16, float16 or float32)")
+    return DTYPE_NAMES[dtype]

@@ -6,7 +6,11 @@ from the checkpoint's config.json, or named for random weights.
 
 A checkpoint is a directory, a Hugging Face repo id, or `modelscope:ORG/NAME`: a repo on ModelScope, found
 in its cache (`MODELSCOPE_CACHE`, in any layout the `modelscope` package reads) without the network, else
-downloaded by that package (the optional extra `polyvox[modelscope]`)."""
+downloaded by that package (the optional extra `polyvox[modelscope]`).
+
+Random weights on the CPU are known without PyTorch (the release's config says the rates): the API
+process of an engine in processes of its own makes its source without importing it. A checkpoint's
+check reads its tensors' shapes against the model's, and `auto` or a CUDA device asks PyTorch."""
 
 from __future__ import annotations
 
@@ -15,35 +19,38 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
 from pydantic import ValidationError
 
 from polyvox.models import modelscope_cache as modelscope
 from polyvox.models.architectures import arch_of, config_for_arch, model_class, parse_config, vae_config
 from polyvox.models.checkpoint import (
     CheckpointError,
+    device_name,
     download_checkpoint,
+    dtype_name,
     fetch_config,
     local_checkpoint,
     read_config,
-    resolve_device,
-    resolve_dtype,
 )
-from polyvox.models.loaded_model import LoadedModel
 from polyvox.models.speech_config import SpeechConfig
 from polyvox.runtime.startup import stage
+
+if TYPE_CHECKING:
+    from polyvox.models.loaded_model import LoadedModel
 
 MODELSCOPE_PREFIX = "modelscope:"
 
 
 @dataclass(frozen=True)
 class ModelSource:
-    """What the model will be (device, dtype, output rate, the AudioVAE's input rate that reference
-    clips are encoded at, the release) and how to load it (`load`, slow)."""
+    """What the model will be (where it runs and in what precision, by name: `cpu`, `cuda:1`; `float32`,
+    `bfloat16`; output rate, the AudioVAE's input rate that reference clips are encoded at, the
+    release) and how to load it (`load`, slow)."""
 
-    device: torch.device
-    dtype: torch.dtype
+    device: str
+    dtype: str
     sample_rate: int
     reference_rate: int
     load: Callable[[], LoadedModel]
@@ -77,8 +84,8 @@ def checkpoint_source(
     """A checkpoint directory, Hugging Face repo id or `modelscope:` repo, checked now; CheckpointError
     names what is wrong. A repo not in its local cache has only its config.json fetched now, the rest
     at `load`."""
-    resolved_device = resolve_device(device)
-    resolved_dtype = resolve_dtype(dtype, resolved_device)
+    resolved_device = device_name(device)
+    resolved_dtype = dtype_name(dtype, resolved_device)
     download: Callable[[], Path]
     if (repo := modelscope_repo(path_or_repo)) is not None:
         directory = modelscope.cached(repo)
@@ -108,8 +115,8 @@ def random_source(
 ) -> ModelSource:
     """Random weights of `size` and `arch` (tests and benchmarks without a checkpoint), made at `load`."""
     config = config_for_arch(arch, size)
-    resolved_device = resolve_device(device)
-    resolved_dtype = resolve_dtype(dtype, resolved_device)
+    resolved_device = device_name(device)
+    resolved_dtype = dtype_name(dtype, resolved_device)
 
     def load() -> LoadedModel:
         with stage(f"make random {size} weights on {resolved_device}"):

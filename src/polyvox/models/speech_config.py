@@ -6,19 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
-import torch
 from pydantic import BaseModel, ConfigDict, field_validator
 
-_DTYPES = {
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "float32": torch.float32,
-    "fp32": torch.float32,
-}
+from polyvox.models.dtypes import CONFIG_DTYPES, torch_dtype
+
+if TYPE_CHECKING:
+    import torch
 
 
 class _Config(BaseModel):
@@ -101,13 +96,13 @@ class SpeechConfig(_Config):
     @field_validator("dtype")
     @classmethod
     def _known_dtype(cls, value: str) -> str:
-        if value not in _DTYPES:
+        if value not in CONFIG_DTYPES:
             raise ValueError(f"unsupported dtype {value!r}")
         return value
 
     @property
     def torch_dtype(self) -> torch.dtype:
-        return _DTYPES[self.dtype]
+        return torch_dtype(self.dtype)
 
     @property
     def residual_lm_config(self) -> LMConfig:

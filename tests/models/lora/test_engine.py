@@ -11,7 +11,8 @@ from polyvox.core.config import BatchingConfig
 from polyvox.core.core import EngineCore
 from polyvox.core.errors import EngineInputError
 from polyvox.core.sequence import SamplingParams
-from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.layers.audio_vae import AudioVAE
+from polyvox.models.layers.audio_vae_config import AudioVAEConfig
 from polyvox.models.lora.bank import SlotsBusy
 from polyvox.models.prompt import build_prompt
 

@@ -1,7 +1,8 @@
 """The official on-disk LoRA adapter: a directory holding `lora_weights.safetensors` (or
 `lora_weights.ckpt`, a torch pickle of `{"state_dict": ...}`) with `<linear name>.lora_A` `[r, in]` and
 `<linear name>.lora_B` `[out, r]` per adapted layer, and `lora_config.json`
-(`{"base_model": ..., "lora_config": {...}}`, the fields of the official `LoRAConfig`)."""
+(`{"base_model": ..., "lora_config": {...}}`, the fields of the official `LoRAConfig`). PyTorch is
+imported to read the weights, not with this module: the API side names `AdapterError` without it."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 WEIGHTS_SAFETENSORS = "lora_weights.safetensors"
 WEIGHTS_CKPT = "lora_weights.ckpt"
 CONFIG_FILE = "lora_config.json"
+
+if TYPE_CHECKING:
+    import torch
 
 
 class AdapterError(ValueError):
@@ -98,6 +101,8 @@ def _read_config(name: str, path: Path) -> tuple[AdapterConfig, str | None]:
 
 
 def _read_weights(name: str, path: Path) -> dict[str, torch.Tensor]:
+    import torch
+
     state: Any
     try:
         if (path / WEIGHTS_SAFETENSORS).exists():

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 
-from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig, CausalConv1d, CausalEncoderBlock
+from polyvox.models.layers.audio_vae import AudioVAE, CausalConv1d, CausalEncoderBlock
+from polyvox.models.layers.audio_vae_config import AudioVAEConfig
 
 
 def audio_vae_v1(config: AudioVAEConfig) -> AudioVAE:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
-from polyvox.models.layers.audio_vae import AudioVAEConfig
+from polyvox.models.layers.audio_vae_config import AudioVAEConfig
 from polyvox.models.speech_config import LMConfig, RopeScalingConfig, SpeechConfig
 from polyvox.models.voxcpm2.config import VoxCPM2Config
 
@@ -160,3 +160,9 @@ class VoxCPM1Config(SpeechConfig):
                 "dtype": dtype,
             }
         )
+
+
+def v1_config(variant: Variant, size: str) -> VoxCPM1Config:
+    if size not in ("tiny", "full"):
+        raise ValueError(f"unknown checkpoint size {size!r} (tiny or full)")
+    return VoxCPM1Config.tiny(variant) if size == "tiny" else VoxCPM1Config.full(variant)

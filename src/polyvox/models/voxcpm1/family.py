@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import cast
 
 from polyvox.models.family import ModelFamily
-from polyvox.models.layers.audio_vae import AudioVAEConfig
+from polyvox.models.layers.audio_vae_config import AudioVAEConfig
 from polyvox.models.speech_config import SpeechConfig
-from polyvox.models.voxcpm1.config import Variant, VoxCPM1Config
-from polyvox.models.voxcpm1.loaded_model import VoxCPM1, v1_config
+from polyvox.models.voxcpm1.config import Variant, VoxCPM1Config, v1_config
 
 
 def _config_for(arch: str, size: str) -> SpeechConfig:
@@ -27,7 +26,8 @@ def _vae_config(config: SpeechConfig) -> AudioVAEConfig:
 FAMILY = ModelFamily(
     config_architecture="voxcpm",
     archs=("voxcpm1", "voxcpm1.5"),
-    model_class=VoxCPM1,
+    config_class=VoxCPM1Config,
+    model="polyvox.models.voxcpm1.loaded_model:VoxCPM1",
     config_for=_config_for,
     arch_of=_arch_of,
     vae_config=_vae_config,

@@ -15,7 +15,7 @@ from polyvox.models.prompt import Prompt, build_prompt
 from polyvox.models.speech_config import SpeechConfig
 
 from .audio_vae import audio_vae_v1
-from .config import Variant, VoxCPM1Config
+from .config import Variant, VoxCPM1Config, v1_config
 from .model import VoxCPM1LM
 
 # The official 1.x loop keeps the last (3 - 1) prompt patches to prime the decoder with (VoxCPM2: 4).
@@ -24,12 +24,6 @@ STREAMING_PREFIX_LEN = 3
 
 class PromptModeUnsupported(ValueError):
     """A prompt mode (voice design, reference cloning) the model does not have."""
-
-
-def v1_config(variant: Variant, size: str) -> VoxCPM1Config:
-    if size not in ("tiny", "full"):
-        raise ValueError(f"unknown checkpoint size {size!r} (tiny or full)")
-    return VoxCPM1Config.tiny(variant) if size == "tiny" else VoxCPM1Config.full(variant)
 
 
 class VoxCPM1(LoadedModel):

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from polyvox.models.family import ModelFamily
-from polyvox.models.layers.audio_vae import AudioVAEConfig
+from polyvox.models.layers.audio_vae_config import AudioVAEConfig
 from polyvox.models.speech_config import SpeechConfig
-from polyvox.models.voxcpm2.config import config_for
-from polyvox.models.voxcpm2.loaded_model import VoxCPM2
+from polyvox.models.voxcpm2.config import VoxCPM2Config, config_for
 
 
 def _config_for(arch: str, size: str) -> SpeechConfig:
@@ -20,7 +19,8 @@ def _vae_config(config: SpeechConfig) -> AudioVAEConfig:
 FAMILY = ModelFamily(
     config_architecture="voxcpm2",
     archs=("voxcpm2",),
-    model_class=VoxCPM2,
+    config_class=VoxCPM2Config,
+    model="polyvox.models.voxcpm2.loaded_model:VoxCPM2",
     config_for=_config_for,
     arch_of=lambda config: "voxcpm2",
     vae_config=_vae_config,

@@ -3,7 +3,8 @@ zero-shot, voice design, reference cloning, continuation of a transcribed clip, 
 
 from __future__ import annotations
 
-from polyvox.models.layers.audio_vae import AudioVAE, AudioVAEConfig
+from polyvox.models.layers.audio_vae import AudioVAE
+from polyvox.models.layers.audio_vae_config import AudioVAEConfig
 from polyvox.models.loaded_model import AudioInput, LoadedModel, collapse_whitespace
 from polyvox.models.prompt import Prompt, build_prompt
 from polyvox.models.speech_config import SpeechConfig

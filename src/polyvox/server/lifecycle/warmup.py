@@ -44,10 +44,10 @@ async def warm_up(backend: Backend, text: TextPipeline, voices: VoiceRegistry, s
 
 
 def _on_cuda(settings: Settings) -> bool:
-    from polyvox.models.interface import resolve_device  # torch: only a batching engine's server has it
+    from polyvox.models.checkpoint import device_name  # the CPU by name; auto and CUDA ask PyTorch
 
     devices = settings.devices or [settings.device]
-    return str(resolve_device(devices[0])).startswith("cuda")
+    return device_name(devices[0]).startswith("cuda")
 
 
 async def _burst(backend: Backend, text: TextPipeline, voices: VoiceRegistry, count: int) -> int:
