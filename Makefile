@@ -29,23 +29,29 @@ $(VENV)/bin/python:
 	$(PIP) install -q --upgrade pip
 
 $(VENV)/.torch: $(VENV)/bin/python
-	@if command -v nvidia-smi >/dev/null 2>&1; then $(PIP) install -q $(TORCH_INDEX) "torch>=2.5"; \
-	else $(PIP) install -q $(TORCH_INDEX) $(TORCH_CPU); fi
+	@if command -v nvidia-smi >/dev/null 2>&1; then $(PIP) install -q $(NO_COMPILE) $(TORCH_INDEX) "torch>=2.5"; \
+	else $(PIP) install -q $(NO_COMPILE) $(TORCH_INDEX) $(TORCH_CPU); fi
 	@touch $@
 
 # The embedded voice's environment: no PyTorch.
 $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
-	$(PIP) install -q -e ".[embedded,text]"
+	$(PIP) install -q $(NO_COMPILE) -e ".[embedded,text]"
 	@touch $@
 
 # ... and VoxCPM's: the voxcpm extra, after the torch build chosen above, and the aligner its word timestamps use.
 $(VENV)/.installed-voxcpm: $(VENV)/.torch $(VENV)/.installed
-	$(PIP) install -q -e ".[embedded,text,voxcpm,align]"
+	$(PIP) install -q $(NO_COMPILE) -e ".[embedded,text,voxcpm,align]"
 	@touch $@
 
 # The test extras are not byte-compiled as they install (--no-compile): pip compiles every module of every
 # package (transformers alone has 2,500) and the suite imports a small part of them, whose bytecode Python
 # writes on first import instead (TEST_ENV): `make install-test` took 131 s here, 86 s without (BENCHMARKS.md).
+# An environment the test targets build is installed so throughout, PyTorch and the serving extras too
+# (NO_COMPILE, given to every prerequisite): PyTorch's 2,284 modules took 11 s of the install's one core.
+# `make serve` and `make install` compile theirs: a server's environment may be read-only, or run with
+# the bytecode cache off.
+NO_COMPILE ?=
+install-test test test-fast typecheck lint format: NO_COMPILE := --no-compile
 $(VENV)/.installed-test: $(VENV)/.installed-voxcpm
 	$(PIP) install -q --no-compile -e ".[embedded,text,voxcpm,align,test]"
 	# The official VoxCPM2 implementation, for parity tests only; its heavy extras are not needed.
