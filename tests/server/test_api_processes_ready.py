@@ -31,9 +31,10 @@ def _api_processes(launcher: subprocess.Popen) -> list[int]:
 
 
 def _ready(url: str) -> httpx.Response | None:
-    """/ready's answer, or None when the connection went to the stopped process (it waits there)."""
+    """/ready's answer, or None when the connection went to the stopped process (it waits there; half of
+    them do, each costing the whole timeout) or an answer was slow (asked again either way)."""
     try:
-        return httpx.get(f"{url}/ready", timeout=1)
+        return httpx.get(f"{url}/ready", timeout=0.5)
     except httpx.TimeoutException:
         return None
 
