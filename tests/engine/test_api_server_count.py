@@ -230,8 +230,15 @@ def test_a_restarted_api_process_accepts_only_once_its_engine_is_ready(server):
         freeze(pid)
     try:
         kill9(victim)
-        wait_until(lambda: len(api_pids(proc.pid)) == 2, "the launcher starts a new API process")
-        replacement = next(pid for pid in api_pids(proc.pid) if pid != survivor)
+        # read in one look: a process just forked is the launcher's copy until it runs Python's spawn
+        found: list[int] = []
+
+        def replaced() -> bool:
+            found[:] = [pid for pid in api_pids(proc.pid) if pid not in (victim, survivor)]
+            return len(found) == 1
+
+        wait_until(replaced, "the launcher starts a new API process")
+        replacement = found[0]
         waiting = connection_to_socket_of(url, replacement, survivor)
         body = b'{"input": "Waited for.", "voice": "alloy", "response_format": "pcm"}'
         waiting.sendall(
