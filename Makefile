@@ -94,9 +94,12 @@ test: $(VENV)/.installed-test
 	[ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 # The daily loop: the tests of kind `unit` and `server` (no subprocess, no browser; the kinds: markers in
-# pyproject.toml), side by side on all the machine's cores; `make test` runs every kind.
+# pyproject.toml), side by side in one worker more than the machine has cores: these tests wait on their
+# in-process servers now and then, and on two cores a third worker took 112 s where two took 121 (idle
+# core-seconds 10 instead of 38; BENCHMARKS.md). `make test` runs every kind.
+FAST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 test-fast: $(VENV)/.installed-test
-	$(TEST_ENV) $(PY) -m pytest -q -m "unit or server" -n auto --dist loadfile --no-loadscope-reorder
+	$(TEST_ENV) $(PY) -m pytest -q -m "unit or server" -n $(FAST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The type checker over src/ (its settings: [tool.mypy] in pyproject.toml); `make test` runs it too.
 typecheck: $(VENV)/.installed-test
