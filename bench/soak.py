@@ -1,4 +1,5 @@
-"""Soak test: many concurrent clients against `polyvox serve` on loopback for a fixed time.
+"""Soak test: many concurrent clients against `polyvox serve` on loopback for a fixed time, or for a
+fixed number of requests each (`--requests`: the same work however fast the machine is).
 
 Starts its own server (the embedded voice unless `--serve-args` choose otherwise; the audio cache on,
 in a temporary directory) or uses `--url`. Every client loops: a random sentence (a quarter of them
@@ -15,6 +16,7 @@ engine gauges must be idle (nothing running, no KV blocks held) when it has them
 
     python bench/soak.py --clients 64 --duration 300
     python bench/soak.py --mix full --serve-args "--random-weights tiny --device cpu --no-cache-enabled"
+    python bench/soak.py --clients 8 --requests 4 --mix full
 """
 
 from __future__ import annotations
@@ -115,9 +117,15 @@ class Tally:
             self.failures.append(f"{kind}: {detail}")
 
 
-async def client(url: str, stop_at: float, tally: Tally, rng: random.Random, kinds: tuple[str, ...]) -> None:
+async def client(
+    url: str, stop_at: float, tally: Tally, rng: random.Random, kinds: tuple[str, ...], requests: int | None
+) -> None:
+    """Requests until `stop_at`, or `requests` of them first when given (each client's requests, drawn
+    from its own `rng`, are then the same in every run whatever their answers)."""
+    sent = 0
     async with httpx.AsyncClient(timeout=300) as http:
-        while time.monotonic() < stop_at:
+        while time.monotonic() < stop_at and (requests is None or sent < requests):
+            sent += 1
             kind = rng.choice(kinds)
             text = rng.choice(SENTENCES)
             if rng.random() > 0.25:
@@ -244,7 +252,13 @@ async def sample_rss(pid: int | None, stop_at: float, samples: list[float]) -> N
 
 
 async def soak(
-    url: str, pid: int | None, clients: int, duration_s: float, seed: int, mix: str = "basic"
+    url: str,
+    pid: int | None,
+    clients: int,
+    duration_s: float,
+    seed: int,
+    mix: str = "basic",
+    requests: int | None = None,
 ) -> dict:
     tally = Tally()
     rss: list[float] = []
@@ -252,10 +266,17 @@ async def soak(
     started = time.monotonic()
     stop_at = started + duration_s
     rng = random.Random(seed)
+    sampler = asyncio.ensure_future(sample_rss(pid, stop_at, rss))
     await asyncio.gather(
-        sample_rss(pid, stop_at, rss),
-        *(client(url, stop_at, tally, random.Random(rng.random()), KINDS[mix]) for _ in range(clients)),
+        *(
+            client(url, stop_at, tally, random.Random(rng.random()), KINDS[mix], requests)
+            for _ in range(clients)
+        ),
     )
+    sampler.cancel()  # the clients are done: at `stop_at`, or sooner when each sent its `requests`
+    await asyncio.gather(sampler, return_exceptions=True)
+    if pid is not None and (value := rss_mb(pid)) is not None:
+        rss.append(value)  # the last reading, after the load
     wall = time.monotonic() - started
     async with httpx.AsyncClient(timeout=30) as http:
         idle = None
@@ -320,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--duration", type=float, default=300.0, help="Seconds of load.")
+    parser.add_argument(
+        "--requests", type=int, help="Requests each client sends, then stops (within --duration)."
+    )
     parser.add_argument("--url", help="Use a running server instead of starting one (no RSS then).")
     parser.add_argument("--serve-args", default="", help="Extra `polyvox serve` flags, one string.")
     parser.add_argument("--seed", type=int, default=0)
@@ -328,12 +352,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.url:
-        report = asyncio.run(soak(args.url, None, args.clients, args.duration, args.seed, args.mix))
+        report = asyncio.run(
+            soak(args.url, None, args.clients, args.duration, args.seed, args.mix, args.requests)
+        )
     else:
         with tempfile.TemporaryDirectory() as cache_dir:
             proc, url = start_server(shlex.split(args.serve_args), cache_dir)
             try:
-                report = asyncio.run(soak(url, proc.pid, args.clients, args.duration, args.seed, args.mix))
+                report = asyncio.run(
+                    soak(url, proc.pid, args.clients, args.duration, args.seed, args.mix, args.requests)
+                )
                 report["server_alive"] = proc.poll() is None and httpx.get(f"{url}/ready").status_code == 200
             finally:
                 proc.terminate()
