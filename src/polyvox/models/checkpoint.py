@@ -299,11 +299,7 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
 
     if isinstance(dtype, torch.dtype):
         return dtype
-    if dtype in (None, "auto"):
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
-    if dtype not in DTYPE_NAMES:
-        raise CheckpointError(f"unknown dtype {dtype!r} (use bfloat16, float16 or float32)")
-    return torch_dtype(dtype)
+    return torch_dtype(dtype_name(dtype, str(device)))
 
 
 def device_name(device: str | None = "auto") -> str:
