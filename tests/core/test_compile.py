@@ -29,6 +29,11 @@ def test_a_compiled_engine_gives_the_eager_outputs_and_can_be_switched_back(tiny
     # shapes are compiled, in scalar loops g++ builds in about three quarters of the CPU (86 -> 60-63 s
     # from an empty compile cache, as every CI machine has). A GPU's kernels are Triton's, untouched.
     monkeypatch.setattr(inductor.cpp, "simdlen", 1)
+    # ... and each graph's kernels and the code that calls them built as one C++ file (inductor's C++
+    # wrapper) rather than a file per kernel and a Python caller: g++ runs 13 times instead of 75, each
+    # reading ATen's headers once (62 -> 44 s of CPU from an empty cache, BENCHMARKS.md). The graphs,
+    # their shapes and guards (what this test counts) and the kernels' code are the same.
+    monkeypatch.setattr(inductor, "cpp_wrapper", True)
 
     requests, alone = mixed
     core = tiny.core(max_num_batched_tokens=64, compile=True)
