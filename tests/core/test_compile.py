@@ -30,9 +30,9 @@ def test_a_compiled_engine_gives_the_eager_outputs_and_can_be_switched_back(tiny
     # from an empty compile cache, as every CI machine has). A GPU's kernels are Triton's, untouched.
     monkeypatch.setattr(inductor.cpp, "simdlen", 1)
     # ... and each graph's kernels and the code that calls them built as one C++ file (inductor's C++
-    # wrapper) rather than a file per kernel and a Python caller: g++ runs 13 times instead of 75, each
-    # reading ATen's headers once (62 -> 44 s of CPU from an empty cache, BENCHMARKS.md). The graphs,
-    # their shapes and guards (what this test counts) and the kernels' code are the same.
+    # wrapper) rather than a file per kernel and a Python caller: g++ runs 13 times instead of 75 (63-66
+    # -> 41-42 s of CPU from an empty cache, BENCHMARKS.md). The graphs, their shapes and guards (what
+    # this test counts) are the same.
     monkeypatch.setattr(inductor, "cpp_wrapper", True)
 
     requests, alone = mixed
