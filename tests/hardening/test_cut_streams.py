@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from anyio._backends._asyncio import WorkerThread  # AnyIO's pooled thread; the server gives its back sooner
 from websockets.sync.client import connect
 
 from helpers.metrics import scrape, value
@@ -47,8 +48,10 @@ def server(tmp_path_factory) -> Iterator[tuple[int, str]]:
     extra threads, which no stream holds, kept the thread count over its baseline for ten seconds
     after each such test (a timer, not a leak; an encoder's FFmpeg threads end with the encoder)."""
     tmp = tmp_path_factory.mktemp("cut-streams")
-    site = "import gc\n\nfrom anyio._backends._asyncio import WorkerThread\n\n"
-    (tmp / "sitecustomize.py").write_text(site + "gc.disable()\nWorkerThread.MAX_IDLE_TIME = 0.5\n")
+    # Python reports an error in a sitecustomize and starts anyway: what it sets is checked here first.
+    assert WorkerThread.MAX_IDLE_TIME > 0.5
+    site = "import gc\n\ngc.disable()\n\nfrom anyio._backends._asyncio import WorkerThread\n\n"
+    (tmp / "sitecustomize.py").write_text(site + "WorkerThread.MAX_IDLE_TIME = 0.5\n")
     path = os.pathsep.join(filter(None, [str(tmp), os.environ.get("PYTHONPATH")]))
     flags = ["--cache-enabled", "--cache-dir", str(tmp / "cache"), "--voices-dir", str(tmp / "voices")]
     with polyvox_serve(*flags, "--log-level", "warning", env={"PYTHONPATH": path}) as (proc, url):
