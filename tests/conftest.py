@@ -32,6 +32,11 @@ os.environ.setdefault("POLYVOX_NUM_KV_BLOCKS", "8192")
 # they wait for a core (tests/core/test_batching.py and tests/models/test_loaded_model.py took 66 s of
 # CPU with PyTorch's default, 26 s with one). Servers use `torch_threads`, which this does not change.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# numba's functions (librosa's: the official VoxCPM2 code's reference reads, the pitch tests' constant-Q
+# transform) compiled without LLVM's optimisation passes: on a new machine their cache is empty, and the
+# tests that reach them took 30-34 s of CPU from cold and 24-25 s so; from a warm cache 14.7 s either way
+# (BENCHMARKS.md). numba reads this when it is first imported, which no plugin does before this file.
+os.environ.setdefault("NUMBA_OPT", "0")
 # httpx clients share one SSL context instead of each parsing the CA bundle (helpers/ssl_context.py).
 share_one_ssl_context()
 
