@@ -34,8 +34,9 @@ os.environ.setdefault("POLYVOX_NUM_KV_BLOCKS", "8192")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 # numba's functions (librosa's: the official VoxCPM2 code's reference reads, the pitch tests' constant-Q
 # transform) compiled without LLVM's optimisation passes: on a new machine their cache is empty, and the
-# tests that reach them took 30-34 s of CPU from cold and 24-25 s so; from a warm cache 14.7 s either way
-# (BENCHMARKS.md). numba reads this when it is first imported, which no plugin does before this file.
+# tests that reach them took 30-33 s of CPU from cold and 24-25 s so; from a warm cache 14.6-14.7 s of
+# wall either way (BENCHMARKS.md). numba reads this when it is first imported, which no plugin does
+# before this file.
 os.environ.setdefault("NUMBA_OPT", "0")
 # httpx clients share one SSL context instead of each parsing the CA bundle (helpers/ssl_context.py).
 share_one_ssl_context()

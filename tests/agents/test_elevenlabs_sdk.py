@@ -109,7 +109,7 @@ def _converted(client: ElevenLabs, output_format: str) -> tuple[bytes, str]:
 
 def test_ulaw_8000_is_mu_law_of_the_speech(serve, tmp_path):
     """μ-law is the G.711 coding of the 8 kHz PCM of the same take. The two are compared sample by sample
-    rather than each heard by a recogniser: piper draws every take anew, and tiny.en mishears up to half
+    rather than each heard by a recogniser: piper draws every take anew, and tiny.en mishears nearly half
     the words of some takes at 8 kHz (the other tests here hear the speech at 16 kHz and up)."""
     from polyvox.backends.embedded import EmbeddedBackend
 
