@@ -54,7 +54,11 @@ def damaged(checkpoint: Path, tmp_path: Path, edit) -> Path:
 
 def test_serve_names_a_missing_model_directory(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-checkpoint"
-    message = refused(polyvox("serve", "--model", str(missing), "--port", "0"), "serve")
+    # the checkpoint is checked before the device (which loads PyTorch for seconds): a wrong path is the
+    # first thing said, even beside a device this machine lacks
+    message = refused(
+        polyvox("serve", "--model", str(missing), "--device", "cuda:99", "--port", "0"), "serve"
+    )
     assert str(missing) in message and "does not exist" in message
     assert "pass --model" in message  # what to do
 

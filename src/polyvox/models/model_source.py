@@ -83,9 +83,8 @@ def checkpoint_source(
 ) -> ModelSource:
     """A checkpoint directory, Hugging Face repo id or `modelscope:` repo, checked now; CheckpointError
     names what is wrong. A repo not in its local cache has only its config.json fetched now, the rest
-    at `load`."""
-    resolved_device = device_name(device)
-    resolved_dtype = dtype_name(dtype, resolved_device)
+    at `load`. The checkpoint is checked before the device, whose `auto` imports PyTorch (seconds): a
+    wrong path or repo is said at once."""
     download: Callable[[], Path]
     if (repo := modelscope_repo(path_or_repo)) is not None:
         directory = modelscope.cached(repo)
@@ -102,6 +101,8 @@ def checkpoint_source(
     model = model_class(arch_of(config))
     if directory is not None:
         model.check(directory)
+    resolved_device = device_name(device)
+    resolved_dtype = dtype_name(dtype, resolved_device)
 
     def load() -> LoadedModel:
         where = directory or download()
