@@ -28,8 +28,8 @@ from helpers.serve_process import polyvox_serve
 
 pytest.importorskip("piper")
 
-CUTS = 8  # per path
 PARALLEL = 4  # cut streams in flight at once
+CUTS = PARALLEL  # per path: one wave of cuts, all in flight at once
 # A first sentence that is ready at once, then enough text that the answer is still being made when
 # the client leaves; `{n}` makes each request new, so none is a cache hit by accident.
 TEXT = "Number {n}. The listener hangs up while this second sentence is still being spoken. A third."

@@ -19,7 +19,9 @@ from helpers.serve_process import free_port, polyvox_serve
 
 pytest.importorskip("piper")
 
-LONG = " ".join(f"This is sentence number {n} of a long answer read aloud." for n in range(40))
+# A minute of speech: seconds of synthesis still to come when the SIGTERM is sent, where the drain
+# and the refusal below take a fraction of one.
+LONG = " ".join(f"This is sentence number {n} of a long answer read aloud." for n in range(20))
 
 
 async def receive(client: AsyncTcpClient) -> Event:
@@ -59,4 +61,4 @@ def test_sigterm_lets_a_wyoming_answer_finish_and_refuses_new_ones() -> None:
 
         size = asyncio.run(scenario())
         assert proc.wait(timeout=60) == 0
-    assert size / 2 / 22050 > 60, size  # the whole answer: minutes of speech, not its first chunk
+    assert size / 2 / 22050 > 50, size  # the whole answer (a minute), not its first chunk
