@@ -66,7 +66,7 @@ install-test: $(VENV)/.installed-test
 # packages, installed as root when missing (Playwright's own browser download is not used).
 install-browser:
 	@[ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] || { apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
 
 serve: $(if $(call arg,MODEL),$(VENV)/.installed-voxcpm,$(VENV)/.installed)
 	$(VENV)/bin/polyvox serve $(SERVE_FLAGS)
