@@ -1,7 +1,9 @@
-"""Whether the test suite is bound by the machine's cores or by its own waits: runs pytest with the given
-arguments while sampling `/proc/stat`, logs when each test starts and ends in each xdist worker (this
-module is also the pytest plugin that does it), then prints the run's busy and idle core-seconds and
-which test files were running while cores were idle (each idle interval shared among them).
+"""Whether the test suite is bound by the machine's cores or by its own waits, and which files cost it CPU:
+runs pytest with the given arguments while sampling `/proc/stat`, logs when each test starts and ends in
+each xdist worker and the CPU its worker and the worker's reaped children used meanwhile (this module is
+also the pytest plugin that does it), then prints the run's busy and idle core-seconds, which test files
+were running while cores were idle (each idle interval shared among them) and which used the most CPU
+(a server a file's tests share counts where it is stopped; a process no one waits for counts nowhere).
 
     python bench/suite_idle.py --json idle.json -- -q -n 2 --dist loadfile --no-loadscope-reorder
 
@@ -15,6 +17,7 @@ import argparse
 import collections
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -33,8 +36,10 @@ def _log(kind: str, nodeid: str) -> None:
     if not directory:
         return
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = time.process_time() + children.ru_utime + children.ru_stime
     with open(Path(directory) / f"tests-{worker}.jsonl", "a") as f:
-        f.write(json.dumps({"id": nodeid, kind: time.time()}) + "\n")
+        f.write(json.dumps({"id": nodeid, kind: time.time(), "cpu": cpu}) + "\n")
 
 
 def pytest_runtest_logstart(nodeid, location):
@@ -62,25 +67,27 @@ def sample(samples: list[tuple[float, int, int]], stop: threading.Event, every_s
     samples.append((time.time(), *cpu_times()))
 
 
-def intervals(log_dir: Path) -> list[tuple[str, str, float, float]]:
-    """(worker, test id, start, end) of every test the workers ran (the controller's copies left out)."""
+def intervals(log_dir: Path) -> list[tuple[str, str, float, float, float]]:
+    """(worker, test id, start, end, CPU seconds) of every test the workers ran (the controller's copies
+    left out)."""
     found = []
     logs = sorted(log_dir.glob("tests-gw*.jsonl")) or [log_dir / "tests-main.jsonl"]  # xdist or not
     for path in logs:
         worker = path.stem.removeprefix("tests-")
-        starts: dict[str, float] = {}
+        starts: dict[str, tuple[float, float]] = {}
         for line in path.read_text().splitlines():
             entry = json.loads(line)
             if "start" in entry:
-                starts[entry["id"]] = entry["start"]
+                starts[entry["id"]] = (entry["start"], entry["cpu"])
             elif entry["id"] in starts:
-                found.append((worker, entry["id"], starts.pop(entry["id"]), entry["end"]))
+                start, cpu = starts.pop(entry["id"])
+                found.append((worker, entry["id"], start, entry["end"], entry["cpu"] - cpu))
     return found
 
 
 def report(samples, tests, cores: int, top: int) -> dict:
-    first = min(start for _, _, start, _ in tests)
-    last = max(end for _, _, _, end in tests)
+    first = min(start for _, _, start, _, _ in tests)
+    last = max(end for _, _, _, end, _ in tests)
     busy = idle = 0.0
     blame: collections.Counter[str] = collections.Counter()
     for (t0, busy0, idle0), (t1, busy1, idle1) in zip(samples, samples[1:], strict=False):
@@ -91,12 +98,14 @@ def report(samples, tests, cores: int, top: int) -> dict:
         seconds = (t1 - t0) * cores
         busy += seconds * (1 - share)
         idle += seconds * share
-        running = [test.split("::")[0] for _, test, start, end in tests if start < t1 and end > t0]
+        running = [test.split("::")[0] for _, test, start, end, _ in tests if start < t1 and end > t0]
         for name in running or ["(no test running)"]:
             blame[name] += seconds * share / max(1, len(running))
     ends: dict[str, float] = collections.defaultdict(float)
-    for worker, _, _, end in tests:
+    cpu: collections.Counter[str] = collections.Counter()
+    for worker, test, _, end, seconds in tests:
         ends[worker] = max(ends[worker], end - first)
+        cpu[test.split("::")[0]] += seconds
     return {
         "cores": cores,
         "tests": len(tests),
@@ -105,6 +114,8 @@ def report(samples, tests, cores: int, top: int) -> dict:
         "idle_core_s": round(idle),
         "worker_ends_s": {worker: round(end, 1) for worker, end in sorted(ends.items())},
         "idle_by_file": [[name, round(seconds, 1)] for name, seconds in blame.most_common(top)],
+        "tests_cpu_s": round(sum(cpu.values())),
+        "cpu_by_file": [[name, round(seconds, 3)] for name, seconds in cpu.most_common(top)],
     }
 
 
@@ -133,9 +144,11 @@ def main() -> int:
             print("no test ran", file=sys.stderr)
             return run.returncode or 1
         result = {"pytest_exit": run.returncode, **report(samples, tests, os.cpu_count() or 1, args.top)}
-    print(json.dumps({k: v for k, v in result.items() if k != "idle_by_file"}))
+    print(json.dumps({k: v for k, v in result.items() if k not in ("idle_by_file", "cpu_by_file")}))
     for name, seconds in result["idle_by_file"]:
         print(f"{seconds:8.1f} idle core-s  {name}")
+    for name, seconds in result["cpu_by_file"]:
+        print(f"{seconds:8.2f} CPU s  {name}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     return run.returncode

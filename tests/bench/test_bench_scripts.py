@@ -180,3 +180,6 @@ def test_suite_idle_times_the_tests_it_runs_and_shares_out_the_idle_cores(tmp_pa
     core_seconds = report["span_s"] * report["cores"]
     assert report["busy_core_s"] + report["idle_core_s"] == pytest.approx(core_seconds, abs=2)
     assert {name for name, _ in report["idle_by_file"]} <= {"tests/text/test_split.py", "(no test running)"}
+    # the file's CPU: its tests' worker (no child processes here), within the run's busy core-seconds
+    [(name, cpu)] = report["cpu_by_file"]
+    assert name == "tests/text/test_split.py" and 0 < cpu <= report["busy_core_s"] + 1
