@@ -20,7 +20,7 @@ from helpers.serve_process import polyvox_serve
 pytest.importorskip("piper")
 
 SPEECH = "/v1/audio/speech"
-SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs far away."  # about 5 s of speech
+SENTENCE = "The quick brown fox jumps over the lazy dog, and then it runs far away."  # about 4 s of speech
 LONG = " ".join([SENTENCE] * 2)
 
 
@@ -81,7 +81,7 @@ def _limit_file_size() -> None:
 def test_a_full_disk_under_the_cache_means_no_caching_not_errors(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     with polyvox_serve("--cache-enabled", "--cache-dir", str(cache), preexec=_limit_file_size) as (proc, url):
-        big = {"input": SENTENCE, "response_format": "wav"}  # ~5 s at 22 kHz: over 200 KiB, past 64 KiB
+        big = {"input": SENTENCE, "response_format": "wav"}  # ~4 s at 22 kHz: ~190 KB, past 64 KiB
         for _ in range(2):
             response = httpx.post(f"{url}{SPEECH}", json=big, timeout=120)
             assert response.status_code == 200
