@@ -29,18 +29,18 @@ $(VENV)/bin/python:
 	$(PIP) install -q --upgrade pip
 
 $(VENV)/.torch: $(VENV)/bin/python
-	@if command -v nvidia-smi >/dev/null 2>&1; then $(PIP) install -q $(NO_COMPILE) $(TORCH_INDEX) "torch>=2.5"; \
-	else $(PIP) install -q $(NO_COMPILE) $(TORCH_INDEX) $(TORCH_CPU); fi
+	@if command -v nvidia-smi >/dev/null 2>&1; then $(INSTALL) $(TORCH_INDEX) "torch>=2.5"; \
+	else $(INSTALL) $(TORCH_INDEX) $(TORCH_CPU); fi
 	@touch $@
 
 # The embedded voice's environment: no PyTorch.
 $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
-	$(PIP) install -q $(NO_COMPILE) -e ".[embedded,text]"
+	$(INSTALL) -e ".[embedded,text]"
 	@touch $@
 
 # ... and VoxCPM's: the voxcpm extra, after the torch build chosen above, and the aligner its word timestamps use.
 $(VENV)/.installed-voxcpm: $(VENV)/.torch $(VENV)/.installed
-	$(PIP) install -q $(NO_COMPILE) -e ".[embedded,text,voxcpm,align]"
+	$(INSTALL) -e ".[embedded,text,voxcpm,align]"
 	@touch $@
 
 # The test extras are not byte-compiled as they install (--no-compile): pip compiles every module of every
@@ -52,10 +52,16 @@ $(VENV)/.installed-voxcpm: $(VENV)/.torch $(VENV)/.installed
 # the bytecode cache off.
 NO_COMPILE ?=
 install-test test test-fast typecheck lint format: NO_COMPILE := --no-compile
-$(VENV)/.installed-test: $(VENV)/.installed-voxcpm
-	$(PIP) install -q --no-compile -e ".[embedded,text,voxcpm,align,test]"
+# ... and by uv (tools/uv_install.py, which hands it pip's own configuration, and falls back on pip): after
+# `make install`, pip took 45 s to resolve and install PyTorch, the voxcpm extra and the test extras with
+# empty caches (34 s with warm ones), uv 22 s (9 s), the same packages at the same versions (BENCHMARKS.md).
+# `make serve` and `make install` use pip itself.
+INSTALL = $(PIP) install -q $(NO_COMPILE)
+install-test test test-fast typecheck lint format: INSTALL = $(PY) tools/uv_install.py -q $(NO_COMPILE)
+$(VENV)/.installed-test: $(VENV)/.installed-voxcpm tools/uv_install.py
+	$(INSTALL) -e ".[embedded,text,voxcpm,align,test]"
 	# The official VoxCPM2 implementation, for parity tests only; its heavy extras are not needed.
-	$(PIP) install -q --no-compile --no-deps voxcpm==2.0.3
+	$(INSTALL) --no-deps voxcpm==2.0.3
 	@touch $@
 
 install: $(VENV)/.installed
@@ -86,7 +92,7 @@ TEST_ENV := PYTHONDONTWRITEBYTECODE=
 # The type checker runs beside the tests rather than before them (half a minute of one core from cold, while
 # the tests still wait on servers and processes now and then); either failing fails the target.
 test: $(VENV)/.installed-test
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench tools
 	$(VENV)/bin/lint-imports
 	@$(VENV)/bin/mypy src > $(VENV)/mypy.out 2>&1 & mypy=$$!; \
 	$(TEST_ENV) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; tests=$$?; \
@@ -106,13 +112,13 @@ typecheck: $(VENV)/.installed-test
 	$(VENV)/bin/mypy src
 
 lint: $(VENV)/.installed-test
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench tools
+	$(VENV)/bin/ruff format --check src tests bench tools
 	$(VENV)/bin/lint-imports
 
 format: $(VENV)/.installed-test
-	$(VENV)/bin/ruff format src tests bench
-	$(VENV)/bin/ruff check --fix src tests bench
+	$(VENV)/bin/ruff format src tests bench tools
+	$(VENV)/bin/ruff check --fix src tests bench tools
 
 docs: $(VENV)/.installed
 	$(PY) -m polyvox.settings.readme_table
