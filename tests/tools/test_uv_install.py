@@ -44,8 +44,8 @@ def machine(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A fresh virtual environment, and the environment variables of a machine whose pip configuration
     file alone says where packages come from: version 1.0 in one wheel directory, 2.0 in another, a
     constraint file that caps the package at 1.0, and no index (the index it names is a closed port).
-    (The environment borrows the base Python's pip, as `pip config list` needs one; it has no packages of
-    its own.)"""
+    (The environment borrows the base Python's pip where it has one, which takes no install; otherwise it
+    gets its own, as `make test`'s does.)"""
     build_wheel(tmp_path / "wheels-a", "1.0")
     build_wheel(tmp_path / "wheels-b", "2.0")
     (tmp_path / "constraints.txt").write_text(f"{PROBE}<=1.0\n")
@@ -59,7 +59,9 @@ def machine(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     )
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PIP_", "UV_"))}
     env.update(PIP_CONFIG_FILE=str(config), UV_CACHE_DIR=str(tmp_path / "uv-cache"))
-    venv.create(tmp_path / "env", system_site_packages=True, with_pip=False)
+    base = subprocess.run([sys._base_executable, "-c", "import pip"], capture_output=True)
+    base_has_pip = base.returncode == 0
+    venv.create(tmp_path / "env", system_site_packages=base_has_pip, with_pip=not base_has_pip)
     return tmp_path / "env", env
 
 
