@@ -78,19 +78,28 @@ def uv_program(python: str) -> str | None:
     return str(uv) if uv.exists() else None
 
 
-def main(args: list[str]) -> int:
-    python = sys.executable
+def install_with_uv(python: str, args: list[str]) -> str | None:
+    """`pip install args` done by uv: None once it is, else why it was not."""
     uv = uv_program(python)
-    if uv is not None:
-        uv_args = [arg for arg in args if arg != "--no-compile"]  # uv compiles nothing unless asked to
+    if uv is None:
+        return f"{UV_REQUIREMENT} could not be installed"
+    try:
         variables, flags = uv_options(pip_settings(python))
-        command = [uv, "pip", "install", "--python", python, *flags, *uv_args]
-        if subprocess.run(command, env={**os.environ, **variables}).returncode == 0:
-            return 0
-        print("uv_install: uv failed (above); installing with pip instead", file=sys.stderr)
-    else:
-        print(f"uv_install: {UV_REQUIREMENT} could not be installed; installing with pip", file=sys.stderr)
-    return subprocess.run([python, "-m", "pip", "install", *args]).returncode
+    except subprocess.CalledProcessError:
+        return "pip's configuration could not be read (`pip config list` failed)"
+    uv_args = [arg for arg in args if arg != "--no-compile"]  # uv compiles nothing unless asked to
+    command = [uv, "pip", "install", "--python", python, *flags, *uv_args]
+    if subprocess.run(command, env={**os.environ, **variables}).returncode != 0:
+        return "uv failed (above)"
+    return None
+
+
+def main(args: list[str]) -> int:
+    why_not = install_with_uv(sys.executable, args)
+    if why_not is None:
+        return 0
+    print(f"uv_install: {why_not}; installing with pip", file=sys.stderr)
+    return subprocess.run([sys.executable, "-m", "pip", "install", *args]).returncode
 
 
 if __name__ == "__main__":
