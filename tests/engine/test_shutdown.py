@@ -13,12 +13,14 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 
 from engine.processes import alive, descendants, engine_pids, forkserver_of, kill9
 from engine.serving import FLAGS, LONG, LONG_SEED, SPEECH, Stream, routed_per_rank, speak
 from helpers.metrics import scrape, value
+from helpers.ready_watch import watching_ready
 from helpers.serve_process import free_port, polyvox_serve
 from helpers.waiting import wait_until
 
@@ -115,27 +117,30 @@ def test_ready_names_the_engine_process_stages_and_a_server_killed_with_9_leaves
             # the stages the engine process runs, not only the server's own "start the voxcpm2 engine"
             assert "build the engine core (KV cache, attention, compile)" in stages, stages
             (first,) = engine_pids(proc.pid)
-            _kill_9_of_the_only_engine_is_waited_for_until_it_is_restarted_alone(url, first)
+            _kill_9_of_the_only_engine_is_waited_for_until_it_is_restarted_alone(url, first, tmp_path)
             (engine,) = engine_pids(proc.pid)
         finally:
             proc.kill()
     wait_until(lambda: not alive(engine), "the orphaned engine exited", timeout=10)
 
 
-def _kill_9_of_the_only_engine_is_waited_for_until_it_is_restarted_alone(url: str, engine: int) -> None:
+def _kill_9_of_the_only_engine_is_waited_for_until_it_is_restarted_alone(
+    url: str, engine: int, tmp: Path
+) -> None:
     """DP=1: with its one rank down nothing can serve, so `/ready` answers 503 until the rank's client
     has restarted that process, and a speech request sent meanwhile waits for it (not a 503, not a
     500); the engine as a whole is not rebuilt by the server's supervisor."""
-    kill9(engine)
-    wait_until(lambda: httpx.get(f"{url}/ready").status_code == 503, "/ready turns 503", timeout=10)
-    wait_until(
-        lambda: httpx.get(f"{url}/ready").json().get("error", {}).get("code") == "engine_restarting",
-        "/ready says the engine is restarting",
-        timeout=10,
-    )
-    waited = speak(url, "Nobody is up yet.")  # waits for the restarted process, within its deadline
-    assert waited.status_code == 200, waited.text
-    wait_until(lambda: httpx.get(f"{url}/ready").status_code == 200, "the engine is back", timeout=120)
+    with watching_ready(url, tmp / "ready.jsonl") as ready:  # the rank is down for about 1.3 s
+        kill9(engine)
+        down = ready.wait_for(lambda answer: answer["http"] == 503, "/ready turns 503", timeout=10)
+        sent = time.monotonic()
+        waited = speak(url, "Nobody is up yet.")  # waits for the restarted process, within its deadline
+        assert waited.status_code == 200, waited.text
+        back = ready.wait_for(lambda a: a["t"] > down["t"] and a["http"] == 200, "it is back", timeout=120)
+    answers = ready.answers()
+    while_down = answers[answers.index(down) : answers.index(back)]
+    assert {answer["error"]["code"] for answer in while_down} == {"engine_restarting"}, while_down
+    assert sent < back["t"], "the request went out after the engine was back"
     assert speak(url, "Back again.").status_code == 200
     samples = scrape(url)
     assert value(samples, "polyvox_engine_rank_restarts_total", rank="0") == 1

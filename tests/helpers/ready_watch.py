@@ -1,6 +1,7 @@
 """`/ready` watched from a process of its own: it asks again 10 ms after each answer, over one connection,
-and notes every answer that differs from the one before. A state that lasts a fraction of a second (a
-rank of the tiny random model is back about 0.2 s after it died) is seen even while the test's own
+and notes every answer that differs from the one before (its HTTP status as `http`, when it came as `t`
+on the clock of `time.monotonic()`, beside its body's fields). A state that lasts a fraction of a second
+(a rank of the tiny random model is back about 0.2 s after it died) is seen even while the test's own
 process runs dozens of client threads that would keep a thread of its own from asking in time."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,11 +22,12 @@ last = None
 with httpx.Client(timeout=30) as client, open(out, "a") as notes:
     while True:
         try:
-            answer = client.get(url + "/ready").json()
+            response = client.get(url + "/ready")
+            answer = {"http": response.status_code, **response.json()}
         except httpx.TransportError as exc:
-            answer = {"status": type(exc).__name__}
+            answer = {"http": None, "transport_error": type(exc).__name__}
         if answer != last:
-            notes.write(json.dumps(answer) + "\\n")
+            notes.write(json.dumps({**answer, "t": time.monotonic()}) + "\\n")
             notes.flush()
             last = answer
         time.sleep(0.01)
@@ -41,13 +43,13 @@ class ReadyWatch:
         text = self.notes.read_text() if self.notes.exists() else ""
         return [json.loads(line) for line in text.splitlines() if line.endswith("}")]
 
-    def first(self, status: str) -> dict | None:
-        return next((answer for answer in self.answers() if answer.get("status") == status), None)
+    def first(self, match: Callable[[dict], object]) -> dict | None:
+        return next((answer for answer in self.answers() if match(answer)), None)
 
-    def wait_for(self, status: str, timeout: float = 60.0) -> dict:
-        """The first answer with `status`, once the watcher has seen one."""
-        wait_until(lambda: self.first(status), f"/ready says {status}", timeout)
-        answer = self.first(status)
+    def wait_for(self, match: Callable[[dict], object], what: str, timeout: float = 60.0) -> dict:
+        """The first answer `match` accepts, once the watcher has seen one."""
+        wait_until(lambda: self.first(match), what, timeout)
+        answer = self.first(match)
         assert answer is not None
         return answer
 
