@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 
@@ -87,6 +89,21 @@ def kill9(pid: int) -> None:
 def freeze(pid: int) -> None:
     """Stop the process where it stands (SIGSTOP): it holds its requests and answers nothing."""
     os.kill(pid, signal.SIGSTOP)
+
+
+@contextmanager
+def frozen(pids: list[int]) -> Iterator[None]:
+    """Processes stopped (SIGSTOP) for the block, and let go (SIGCONT) after it, whatever happened in
+    it: a stopped process would outlive the test, its parent's kill too. The engine ranks of the tiny
+    model make a long request in about 1.5 s; stopped, they keep it in flight as long as a test looks."""
+    for pid in pids:
+        freeze(pid)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
 
 
 def maps_torch(pid: int) -> list[str]:

@@ -26,14 +26,13 @@ import httpx
 import openai
 import pytest
 
-from engine.processes import alive, engine_pid_of_rank, engine_pids, freeze, kill9
+from engine.processes import alive, engine_pid_of_rank, engine_pids, freeze, frozen, kill9
 from engine.serving import (
     FLAGS,
     LONG,
     LONG_SEED,
     SPEECH,
     Stream,
-    per_rank,
     rerouted,
     routed_per_rank,
     speak,
@@ -270,22 +269,6 @@ def connection_to_socket_of(url: str, process: int, other: int) -> socket.socket
         connection.close()
 
 
-def running(url: str) -> list[float]:
-    return per_rank(scrape(url), "polyvox_engine_running_requests")
-
-
-def the_one_busy_rank(url: str) -> int:
-    """The rank running requests while the other runs none (read from one scrape)."""
-    found: list[int] = []
-
-    def one_busy() -> bool:
-        found[:] = [rank for rank, count in enumerate(running(url)) if count]
-        return len(found) == 1
-
-    wait_until(one_busy, "exactly one rank runs requests")
-    return found[0]
-
-
 def test_kill_9_of_an_engine_rank_sends_its_requests_with_no_audio_to_the_other_from_either_api_process(
     server,
 ):
@@ -332,20 +315,23 @@ def test_kill_9_of_an_engine_rank_sends_its_requests_with_no_audio_to_the_other_
 
 def test_sigterm_drains_both_api_processes_and_both_ranks_then_nothing_is_left(server):
     """The API process with nothing in flight keeps its socket and answers 503 until the other has
-    drained too (had it gone at once, the connections the kernel had just dealt it would be reset)."""
+    drained too (had it gone at once, the connections the kernel had just dealt it would be reset). The
+    engine ranks are stopped while the drain is looked at, so the request is in flight on any machine."""
     proc, url = server
     children, api = engine_pids(proc.pid), api_pids(proc.pid)
     assert len(children) == 4
+    routed_before = sum(routed_per_rank(scrape(url)))
     answer: dict[str, httpx.Response] = {}
     thread = threading.Thread(target=lambda: answer.setdefault("long", speak(url, LONG, seed=LONG_SEED)))
-    thread.start()
-    wait_until(lambda: value(scrape(url), "polyvox_requests_in_flight") == 1, "it is in flight")
-    the_one_busy_rank(url)  # and running
-    proc.send_signal(signal.SIGTERM)
-    wait_until(lambda: set(statuses_by_process(url, api).values()) == {503}, "both drain", 10)
-    refused = speak(url, "Too late.")
-    assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
-    assert thread.is_alive() and all(alive(pid) for pid in api)
+    with frozen([engine_pid_of_rank(proc.pid, rank) for rank in range(2)]):
+        thread.start()
+        wait_until(lambda: value(scrape(url), "polyvox_requests_in_flight") == 1, "it is in flight")
+        wait_until(lambda: sum(routed_per_rank(scrape(url))) == routed_before + 1, "it is sent to a rank")
+        proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: set(statuses_by_process(url, api).values()) == {503}, "both drain", 10)
+        refused = speak(url, "Too late.")
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
+        assert thread.is_alive() and all(alive(pid) for pid in api)
     thread.join(timeout=120)
     assert answer["long"].status_code == 200 and len(answer["long"].content) > 24000 * 2 * 2
     assert proc.wait(timeout=60) == 0

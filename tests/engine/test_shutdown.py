@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from engine.processes import alive, descendants, engine_pids, forkserver_of, kill9
+from engine.processes import alive, descendants, engine_pids, forkserver_of, frozen, kill9
 from engine.serving import FLAGS, LONG, LONG_SEED, SPEECH, Stream, routed_per_rank, speak
 from helpers.metrics import scrape, value
 from helpers.ready_watch import watching_ready
@@ -43,10 +43,10 @@ def test_sigterm_drains_every_rank_then_no_engine_process_is_left(tmp_path):
         # Four long requests at once: a voice's requests go to the rank that last served it only while
         # that rank has at most one more in flight (router.py), so both ranks get some. (The running
         # gauge is no witness: it drops to 0 between a request's pieces.)
+        # The ranks are stopped while the drain is looked at (the tiny model makes the four in about 3 s),
+        # so every request is in flight then on any machine.
         routed_before = routed_per_rank(scrape(url))
         threads = [threading.Thread(target=post, args=(n, voice)) for n, voice in enumerate(VOICES * 2)]
-        for thread in threads:
-            thread.start()
 
         def both_ranks_hold_some() -> bool:
             routed = routed_per_rank(scrape(url))
@@ -54,13 +54,15 @@ def test_sigterm_drains_every_rank_then_no_engine_process_is_left(tmp_path):
                 now > before for now, before in zip(routed, routed_before, strict=True)
             )
 
-        wait_until(both_ranks_hold_some, "every request is routed, to both ranks")
-        assert all(thread.is_alive() for thread in threads)  # none has finished: both ranks hold some
-
-        proc.send_signal(signal.SIGTERM)
-        wait_until(lambda: httpx.get(f"{url}/ready").status_code == 503, "/ready turns 503", timeout=10)
-        refused = speak(url, "Too late.")
-        assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
+        with frozen(engines):
+            for thread in threads:
+                thread.start()
+            wait_until(both_ranks_hold_some, "every request is routed, to both ranks")
+            proc.send_signal(signal.SIGTERM)
+            wait_until(lambda: httpx.get(f"{url}/ready").status_code == 503, "/ready turns 503", timeout=10)
+            refused = speak(url, "Too late.")
+            assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
+            assert all(thread.is_alive() for thread in threads)  # the drain waits for every one
         for thread in threads:
             thread.join(timeout=120)
         assert proc.wait(timeout=60) == 0
