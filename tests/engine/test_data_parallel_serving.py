@@ -157,7 +157,16 @@ def test_kill_9_of_the_busier_rank_sends_again_every_request_that_had_no_audio(s
     patches_survivor = per_rank(samples, "polyvox_engine_patches_total")[1 - dead]
 
     freeze(victim)
-    time.sleep(1.0)  # what the rank made before it stopped reaches its clients
+
+    def settled() -> bool:
+        """No stream began to get audio in the last second: what the stopped rank made has reached its
+        clients (the threads of this process read them in turn), and the other rank, whose queued
+        streams begin one after another, has begun them all."""
+        had = [bool(stream.audio) for stream in streams]
+        time.sleep(1.0)
+        return [bool(stream.audio) for stream in streams] == had
+
+    wait_until(settled, "which streams have audio stops changing")
     silent = [s for s in streams if not s.audio]
     # the rank of the tiny model is back about 0.2 s after it died: /ready is watched from a process
     # of its own, which this one's threads cannot keep from asking in time

@@ -123,8 +123,10 @@ def test_clients_resetting_mid_stream_free_their_requests(serve, stream_format: 
 def test_reset_while_queued_leaves_the_queue(serve) -> None:
     backend = FakeBackend(chunk_delay_s=0.05)
     url = serve(backend, max_concurrent_requests=1, max_queue=8)
+    # the one running request takes 30 s of the fake's paced chunks (closed, so cancelled, at the end of
+    # the block): the queue's three rounds have it running on any machine
     with httpx.stream(
-        "POST", f"{url}{SPEECH}", json={"input": "x" * 300, "stream_format": "audio"}
+        "POST", f"{url}{SPEECH}", json={"input": "x" * 3000, "stream_format": "audio"}
     ) as running:
         pieces = running.iter_bytes()  # kept referenced: dropping the iterator closes the response
         next(pieces)
@@ -196,8 +198,10 @@ def test_input_past_the_character_limit_is_refused_before_the_engine(serve) -> N
 def test_full_queue_answers_429_with_retry_after(serve) -> None:
     backend = FakeBackend(chunk_delay_s=0.05)
     url = serve(backend, max_concurrent_requests=1, max_queue=0)
+    # the one running request takes 30 s of the fake's paced chunks (closed, so cancelled, at the end of
+    # the block): the queue's three rounds have it running on any machine
     with httpx.stream(
-        "POST", f"{url}{SPEECH}", json={"input": "x" * 300, "stream_format": "audio"}
+        "POST", f"{url}{SPEECH}", json={"input": "x" * 3000, "stream_format": "audio"}
     ) as running:
         pieces = running.iter_bytes()  # kept referenced: dropping the iterator closes the response
         next(pieces)

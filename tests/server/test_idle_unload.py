@@ -56,21 +56,26 @@ def status(url: str) -> str:
 
 
 def test_an_idle_engine_is_unloaded_and_the_next_request_loads_it_again() -> None:
+    """After a second idle the engine goes (loaded at start, or again for the first request had it gone
+    already: a loaded machine may take that second between /ready and the request), and stays gone
+    until a request comes; that request loads it. What lasts a second only is not asserted on."""
     with polyvox_serve(*TINY, "--idle-unload-s", "1", "--log-level", "warning") as (proc, url):
-        assert engine_pids(proc.pid) and status(url) == "ready"
         speak(url, "Before the engine goes cold.")
 
-        assert wait_for(lambda: value(scrape(url), "polyvox_engine_unloads_total") == 1)
-        assert status(url) == "cold"
+        assert wait_for(lambda: value(scrape(url), "polyvox_engine_unloads_total") >= 1)
         assert wait_for(lambda: engine_pids(proc.pid) == [])  # its process exited: weights and KV cache gone
-        assert value(scrape(url), "polyvox_engine_cold") == 1
+        samples = scrape(url)  # cold until a request comes
+        assert status(url) == "cold" and value(samples, "polyvox_engine_cold") == 1
+        loads, unloads = (
+            value(samples, "polyvox_engine_loads_total"),
+            value(samples, "polyvox_engine_unloads_total"),
+        )
+        assert loads == unloads - 1  # loaded again each time but the last
 
         speak(url, "The engine was loaded again for this.")
         samples = scrape(url)
-        assert value(samples, "polyvox_engine_loads_total") == 1
+        assert value(samples, "polyvox_engine_loads_total") == loads + 1
         assert value(samples, "polyvox_engine_cold_start_seconds") > 0
-        assert value(samples, "polyvox_engine_cold") == 0
-        assert engine_pids(proc.pid) and status(url) in ("ready", "cold")  # cold again after 1 s idle
 
 
 def test_load_on_demand_starts_without_the_engine_and_loads_it_for_the_first_request() -> None:

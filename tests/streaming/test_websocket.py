@@ -151,7 +151,10 @@ def test_leaving_mid_sentence_cancels_the_generation_and_frees_its_kv_blocks(ser
         ws.send(json.dumps({"type": "flush"}))
         assert receive(ws)["type"] == "segment.start"
         assert isinstance(receive(ws), bytes)
-        assert stats().running == 1 and stats().kv_blocks_used > 0
+        # the engine's counters are read from this thread while its step loop runs: wait for a reading
+        # that shows the request held (its 300 patches take far longer than that)
+        held = lambda: stats().running == 1 and stats().kv_blocks_used > 0  # noqa: E731
+        poll_until(held, "the engine holds it", seen=stats)
     poll_until(lambda: stats().running == 0 and stats().waiting == 0, "the request leaves the engine")
     assert stats().kv_blocks_used == 0
     assert stats().patches - before < 300 // 2

@@ -68,7 +68,10 @@ def test_leaving_mid_answer_frees_the_engine(tiny_server):
             await client.write_event(Synthesize(text=f"One {LONG_WORD} of a sentence.").event())
             assert (await receive(client)).type == "audio-start"
             assert (await receive(client)).type == "audio-chunk"
-            assert stats().running == 1 and stats().kv_blocks_used > 0
+            # the engine's counters are read from this thread while its step loop runs: wait for a reading
+            # that shows the request held (its 300 patches take far longer than that)
+            held = lambda: stats().running == 1 and stats().kv_blocks_used > 0  # noqa: E731
+            poll_until(held, "the engine holds it", seen=stats)
 
     asyncio.run(scenario())
     poll_until(lambda: stats().running == 0 and stats().waiting == 0, "the request leaves the engine")
