@@ -23,7 +23,10 @@ with httpx.Client(timeout=30) as client, open(out, "a") as notes:
     while True:
         try:
             response = client.get(url + "/ready")
-            answer = {"http": response.status_code, **response.json()}
+            try:
+                answer = {"http": response.status_code, **response.json()}
+            except ValueError:  # not JSON: noted as it came
+                answer = {"http": response.status_code, "text": response.text[:200]}
         except httpx.TransportError as exc:
             answer = {"http": None, "transport_error": type(exc).__name__}
         if answer != last:
