@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -14,8 +15,15 @@ from helpers.server import running_server
 from helpers.ssl_context import share_one_ssl_context
 from polyvox.backends.base import Backend
 from polyvox.backends.fake import FakeBackend
+from polyvox.runtime.heap import freeze_heap
 from polyvox.server.app import create_app
 from polyvox.settings import Settings
+
+# The collector off while the tests are collected (every test module and all it imports: PyTorch, the
+# server, the protocols' clients), then what collection built frozen, as polyvox's own processes do when
+# they start (polyvox/runtime/heap.py): the collector's full passes over that heap were a fifth of each
+# worker's CPU at collection and kept coming back while the tests ran (BENCHMARKS.md).
+gc.disable()
 
 # Tests start with the audio cache off (it is on by default and persists between runs); the cache's
 # own tests turn it on with a temporary directory.
@@ -61,6 +69,16 @@ def embedded_url() -> Iterator[str]:
     app = create_app(Settings(max_concurrent_requests=8, max_queue=256), embedded.EmbeddedBackend())
     with running_server(app) as url:
         yield url
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if session.config.pluginmanager.has_plugin("dsession"):  # xdist's controller: it collects nothing
+        pytest_collection_finish()
+
+
+def pytest_collection_finish() -> None:
+    freeze_heap()
+    gc.enable()
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks given here

@@ -8,6 +8,7 @@ import ipaddress
 import logging
 
 from polyvox.cli.flags import add_settings_flags, settings_from_args
+from polyvox.runtime.heap import startup_heap
 from polyvox.runtime.logs import setup_logging
 from polyvox.runtime.startup import StartupError
 from polyvox.settings import Settings
@@ -22,12 +23,15 @@ def add_serve(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from polyvox.server.app import create_app, draining_server
-    from polyvox.server.app_state import app_state
-    from polyvox.server.connections import uvicorn_config
-    from polyvox.server.multi_api.ports import bound_socket
-    from polyvox.server.tenancy.key_store import named_keys_exist
-    from polyvox.settings.errors import files_named_by
+    # the collector off while the server's modules load and its app is built, then what they made frozen
+    # (runtime/heap.py)
+    with startup_heap():
+        from polyvox.server.app import create_app, draining_server
+        from polyvox.server.app_state import app_state
+        from polyvox.server.connections import uvicorn_config
+        from polyvox.server.multi_api.ports import bound_socket
+        from polyvox.server.tenancy.key_store import named_keys_exist
+        from polyvox.settings.errors import files_named_by
 
     settings = settings_from_args(args)
     log_config = setup_logging(settings.log_level, settings.log_format)
@@ -35,7 +39,7 @@ def run_serve(args: argparse.Namespace) -> int:
         return _serve_many(settings)
     listener = bound_socket(settings.host, settings.port)  # a port taken is one line, before anything loads
     with listener:
-        with files_named_by(settings):
+        with files_named_by(settings), startup_heap():
             app = create_app(settings)
         state = app_state(app)
         info = state.backend.info

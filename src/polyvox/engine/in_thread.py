@@ -19,6 +19,7 @@ from polyvox.engine.stats import EngineRank, PromptCacheStats
 from polyvox.engine.worker import EngineWorker
 from polyvox.models.interface import SpeechModel
 from polyvox.models.model_source import ModelSource
+from polyvox.runtime.heap import freeze_heap
 from polyvox.runtime.ready_signal import ReadySignal
 
 
@@ -54,6 +55,7 @@ class InThreadEngine:
             self.prompts = self.options.prompt_builder(self._source.load())
             self._source = None
         self.worker = self.options.worker(self.prompts)
+        freeze_heap()  # the loaded model's objects leave the collector's passes, as an engine process's do
         return AsyncEngineCore(self.worker.core, on_exit=self.ready_signal.announce)
 
     async def stop(self) -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import gc
 import logging
 import os
 import signal
@@ -49,6 +48,7 @@ from polyvox.engine.options import WorkerOptions
 from polyvox.engine.owner import OwnerWatch
 from polyvox.engine.request_spans import RequestSpans
 from polyvox.engine.worker import EngineWorker
+from polyvox.runtime.heap import freeze_heap
 from polyvox.runtime.logs import LogFormat, setup_logging
 from polyvox.runtime.startup import STAGES
 
@@ -103,7 +103,7 @@ def run(
     socket.bind(address)
     worker = link.start_up(spec, options, restarts)
     if worker is not None:
-        gc.freeze()  # the loaded model's objects leave the collector's full passes (fewer long pauses)
+        freeze_heap()  # the loaded model's objects leave the collector's full passes (fewer long pauses)
         EngineCoreProc(worker, link).run()
     link.close()
     socket.close()

@@ -28,6 +28,7 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from polyvox.runtime.heap import startup_heap
 from polyvox.runtime.logs import setup_logging
 from polyvox.runtime.startup import StartupError
 from polyvox.server.multi_api import workdir
@@ -75,14 +76,17 @@ def run(settings: Settings, listener: socket.socket, engine_sockets: str | None,
         daemon=True,
     )
     watch.start()
-    from polyvox.backends.factory import build_backend, build_text_pipeline
-    from polyvox.server.app import create_app, draining_server
-    from polyvox.server.app_state import app_state
-    from polyvox.server.connections import uvicorn_config
-    from polyvox.settings.errors import files_named_by
+    # the collector off while the server's modules load and its app is built, then what they made frozen
+    # (runtime/heap.py)
+    with startup_heap():
+        from polyvox.backends.factory import build_backend, build_text_pipeline
+        from polyvox.server.app import create_app, draining_server
+        from polyvox.server.app_state import app_state
+        from polyvox.server.connections import uvicorn_config
+        from polyvox.settings.errors import files_named_by
 
     try:
-        with files_named_by(settings):
+        with files_named_by(settings), startup_heap():
             backend = build_backend(settings, engine_sockets)
             app = create_app(settings, backend, build_text_pipeline(settings, backend))
     except StartupError as exc:
