@@ -54,8 +54,11 @@ class InThreadEngine:
             assert self._source is not None
             self.prompts = self.options.prompt_builder(self._source.load())
             self._source = None
+            # the loaded model's objects leave the collector's passes, as an engine process's do; it lives
+            # as long as this engine, and a worker does not (a stop and a start make another): frozen, a
+            # worker's cycles (its KV cache with them) would never be collected
+            freeze_heap()
         self.worker = self.options.worker(self.prompts)
-        freeze_heap()  # the loaded model's objects leave the collector's passes, as an engine process's do
         return AsyncEngineCore(self.worker.core, on_exit=self.ready_signal.announce)
 
     async def stop(self) -> None:
