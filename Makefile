@@ -80,10 +80,13 @@ serve: $(if $(call arg,MODEL),$(VENV)/.installed-voxcpm,$(VENV)/.installed)
 # The tests run side by side in TEST_WORKERS processes (pytest-xdist; a test file stays in one worker, so
 # its module-scoped servers start once): one at a time the suite keeps one core busy, waiting the rest (for a
 # server, a process, a socket), so two workers on a 2-core machine like CI's took about 60 % of its wall
-# time, measured side by side on one machine (BENCHMARKS.md). The files go out heaviest kind first
-# (tests/conftest.py: clusters, browsers, processes..., unit tests last), not xdist's default of the files
-# with the most tests first, which left the one-test files that start processes for the end.
-TEST_WORKERS ?= 2
+# time, measured side by side on one machine (BENCHMARKS.md). Three, one more than CI's cores, fill most of
+# the cores two left idle: from a fresh clone in CI's flow, 561 and 529 s of `make test` against 606 and
+# 557 s with two, run by turns (BENCHMARKS.md); on a machine with more cores and memory, raise it. The
+# files go out heaviest kind first (tests/conftest.py: clusters, browsers, processes..., unit tests last),
+# not xdist's default of the files with the most tests first, which left the one-test files that start
+# processes for the end.
+TEST_WORKERS ?= 3
 # Python's bytecode cache on for the tests even where the environment turns it off (PYTHONDONTWRITEBYTECODE):
 # the suite starts hundreds of Python processes (`polyvox serve`, engine processes, the CLI), and without it
 # each compiles the src/ it imports anew.
